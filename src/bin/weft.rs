@@ -1,0 +1,405 @@
+//! The `weft` command line: run, check and bench scene files.
+//!
+//! Exit codes: 0 success, 1 simulation failure (NaN, lost invariant),
+//! 2 bad input (the message names the file, line and key).
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use weft::mesh::write_obj;
+use weft::runtime::profile::Stage;
+use weft::runtime::stats::FrameStats;
+use weft::scene::{self, Scene};
+use weft::world::World;
+
+#[derive(Parser)]
+#[command(
+    name = "weft",
+    version,
+    about = "Cloth simulation runtime: run, check and bench scene files"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scene, writing meshes, stats.csv and summary.json.
+    Run {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Frames to run (default: the scene's).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Output folder (default: out/<scene name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write meshes every K frames (and always the last).
+        #[arg(long, default_value_t = 10)]
+        every: u32,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Validate a scene without running it.
+    Check {
+        /// The scene file (TOML).
+        scene: PathBuf,
+    },
+    /// Run a scene and print per-stage timings (median, p95).
+    Bench {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Frames to run (default: the scene's).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+}
+
+/// A failure with its exit code.
+enum Failure {
+    BadInput(String),
+    Simulation(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run {
+            scene,
+            frames,
+            out,
+            every,
+            threads,
+        } => with_threads(threads, || run(&scene, frames, out, every.max(1))),
+        Command::Check { scene } => check(&scene),
+        Command::Bench {
+            scene,
+            frames,
+            threads,
+        } => with_threads(threads, || bench(&scene, frames)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Simulation(m)) => {
+            eprintln!("simulation failed: {m}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn with_threads(
+    threads: Option<usize>,
+    f: impl FnOnce() -> Result<(), Failure> + Send,
+) -> Result<(), Failure> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(t) = threads {
+        if t == 0 {
+            return Err(Failure::BadInput("--threads must be at least 1".into()));
+        }
+        builder = builder.num_threads(t);
+    }
+    let pool = builder
+        .build()
+        .map_err(|e| Failure::Simulation(format!("cannot start the thread pool: {e}")))?;
+    pool.install(f)
+}
+
+fn load(path: &Path) -> Result<(Scene, World), Failure> {
+    let scene = scene::load(path).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let world = scene
+        .instantiate()
+        .map_err(|e| Failure::BadInput(e.to_string()))?;
+    Ok((scene, world))
+}
+
+fn check(path: &Path) -> Result<(), Failure> {
+    let (scene, world) = load(path)?;
+    let vertices: usize = world.cloths().iter().map(|c| c.state().len()).sum();
+    println!(
+        "{}: ok ({} cloths, {} vertices, {} colliders, {} frames at {} Hz)",
+        scene.name,
+        world.cloths().len(),
+        vertices,
+        world.colliders().len(),
+        scene.frames,
+        scene.fps
+    );
+    Ok(())
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Failure {
+    Failure::BadInput(format!("{}: {e}", path.display()))
+}
+
+fn write_meshes(world: &World, dir: &Path, frame: u64) -> Result<(), Failure> {
+    for (i, cloth) in world.cloths().iter().enumerate() {
+        let path = dir.join(format!("cloth{i}_{frame:05}.obj"));
+        let f = fs::File::create(&path).map_err(|e| io_err(&path, e))?;
+        let mut w = BufWriter::new(f);
+        write_obj(&mut w, cloth.state().positions(), None, cloth.triangles())
+            .map_err(|e| io_err(&path, e))?;
+        w.flush().map_err(|e| io_err(&path, e))?;
+    }
+    Ok(())
+}
+
+fn progress(frames: u32) -> ProgressBar {
+    let bar = ProgressBar::new(u64::from(frames));
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} frames ({elapsed}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+fn run(path: &Path, frames: Option<u32>, out: Option<PathBuf>, every: u32) -> Result<(), Failure> {
+    let (scene, mut world) = load(path)?;
+    world.settings_mut().energy_stats = true;
+    let frames = frames.unwrap_or(scene.frames);
+    let dir = out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name));
+    fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    let csv_path = dir.join("stats.csv");
+    let mut csv = BufWriter::new(fs::File::create(&csv_path).map_err(|e| io_err(&csv_path, e))?);
+    let mut header = String::from("frame,time_s,frame_ms");
+    for s in Stage::ALL {
+        header.push_str(&format!(",{}_ms", s.column()));
+    }
+    header.push_str(",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit");
+    writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
+
+    let dt = scene.dt();
+    let bar = progress(frames);
+    bar.set_message(scene.name.clone());
+    let mut all = Vec::with_capacity(frames as usize);
+    let mut failure = None;
+    for f in 1..=frames {
+        match world.step(dt) {
+            Ok(stats) => {
+                write_csv_row(&mut csv, u64::from(f), world.time(), &stats)
+                    .map_err(|e| io_err(&csv_path, e))?;
+                all.push(stats);
+            }
+            Err(e) => {
+                failure = Some(e.to_string());
+                break;
+            }
+        }
+        if f % every == 0 || f == frames {
+            write_meshes(&world, &dir, u64::from(f))?;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    csv.flush().map_err(|e| io_err(&csv_path, e))?;
+    let threads = rayon::current_num_threads();
+    let summary = Summary::new(
+        &scene.name,
+        &all,
+        threads,
+        world.state_hash(),
+        failure.is_some(),
+    );
+    let json_path = dir.join("summary.json");
+    fs::write(&json_path, summary.to_json()).map_err(|e| io_err(&json_path, e))?;
+    println!("{}", summary.text());
+    println!("wrote {}", dir.display());
+    match failure {
+        Some(m) => Err(Failure::Simulation(m)),
+        None => Ok(()),
+    }
+}
+
+fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
+    let (scene, mut world) = load(path)?;
+    let frames = frames.unwrap_or(scene.frames);
+    let dt = scene.dt();
+    let bar = progress(frames);
+    bar.set_message(scene.name.clone());
+    let mut all = Vec::with_capacity(frames as usize);
+    for _ in 0..frames {
+        let stats = world
+            .step(dt)
+            .map_err(|e| Failure::Simulation(e.to_string()))?;
+        all.push(stats);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let budget = world
+        .settings()
+        .budget
+        .frame_ms
+        .unwrap_or(1e3 / f64::from(scene.fps));
+    println!(
+        "{} — {} frames, {} threads, budget {:.2} ms/frame",
+        scene.name,
+        frames,
+        rayon::current_num_threads(),
+        budget
+    );
+    println!(
+        "{:<12} {:>10} {:>10} {:>8}",
+        "stage", "median ms", "p95 ms", "budget%"
+    );
+    for s in Stage::ALL {
+        let v: Vec<f64> = all.iter().map(|x| x.stage_ms.get(s)).collect();
+        let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
+        println!(
+            "{:<12} {:>10.3} {:>10.3} {:>7.1}%",
+            s.column(),
+            med,
+            p95,
+            100.0 * med / budget
+        );
+    }
+    let v: Vec<f64> = all.iter().map(|x| x.frame_ms).collect();
+    let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
+    println!(
+        "{:<12} {:>10.3} {:>10.3} {:>7.1}%",
+        "frame",
+        med,
+        p95,
+        100.0 * med / budget
+    );
+    println!("state_hash {:016x}", world.state_hash());
+    Ok(())
+}
+
+fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> std::io::Result<()> {
+    write!(w, "{frame},{time:.6},{:.4}", s.frame_ms)?;
+    for st in Stage::ALL {
+        write!(w, ",{:.4}", s.stage_ms.get(st))?;
+    }
+    writeln!(
+        w,
+        ",{},{},{},{},{:.3e},{},{},{},{:.6},{:.6e},{}",
+        s.substeps,
+        s.rejected_substeps,
+        s.cg_iterations,
+        s.cg_max_iterations,
+        s.cg_residual,
+        s.cg_unconverged,
+        s.contacts,
+        s.contacts_released,
+        s.max_strain,
+        s.energy,
+        u8::from(s.deadline_hit)
+    )
+}
+
+/// Linear-interpolated percentile (q in [0, 1]) of `v`.
+fn percentile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let pos = q * (s.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
+}
+
+/// What `summary.json` holds.
+struct Summary {
+    scene: String,
+    frames: usize,
+    threads: usize,
+    stage_median_ms: Vec<(&'static str, f64)>,
+    frame_median_ms: f64,
+    frame_p95_ms: f64,
+    max_strain: f32,
+    final_strain: f32,
+    max_contacts: u32,
+    deadline_misses: usize,
+    rejected_substeps: u32,
+    cg_unconverged: u32,
+    state_hash: u64,
+    failed: bool,
+}
+
+impl Summary {
+    fn new(scene: &str, all: &[FrameStats], threads: usize, state_hash: u64, failed: bool) -> Self {
+        let stage_median_ms = Stage::ALL
+            .iter()
+            .map(|s| {
+                let v: Vec<f64> = all.iter().map(|x| x.stage_ms.get(*s)).collect();
+                (s.column(), percentile(&v, 0.5))
+            })
+            .collect();
+        let fm: Vec<f64> = all.iter().map(|x| x.frame_ms).collect();
+        Self {
+            scene: scene.to_string(),
+            frames: all.len(),
+            threads,
+            stage_median_ms,
+            frame_median_ms: percentile(&fm, 0.5),
+            frame_p95_ms: percentile(&fm, 0.95),
+            max_strain: all.iter().map(|x| x.max_strain).fold(0.0, f32::max),
+            final_strain: all.last().map_or(0.0, |x| x.max_strain),
+            max_contacts: all.iter().map(|x| x.contacts).max().unwrap_or(0),
+            deadline_misses: all.iter().filter(|x| x.deadline_hit).count(),
+            rejected_substeps: all.iter().map(|x| x.rejected_substeps).sum(),
+            cg_unconverged: all.iter().map(|x| x.cg_unconverged).sum(),
+            state_hash,
+            failed,
+        }
+    }
+
+    fn to_json(&self) -> String {
+        let stages: serde_json::Map<String, serde_json::Value> = self
+            .stage_median_ms
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), serde_json::json!(v)))
+            .collect();
+        let v = serde_json::json!({
+            "scene": self.scene,
+            "frames": self.frames,
+            "threads": self.threads,
+            "stage_median_ms": stages,
+            "frame_median_ms": self.frame_median_ms,
+            "frame_p95_ms": self.frame_p95_ms,
+            "max_strain": self.max_strain,
+            "final_max_strain": self.final_strain,
+            "max_contacts": self.max_contacts,
+            "deadline_misses": self.deadline_misses,
+            "rejected_substeps": self.rejected_substeps,
+            "cg_unconverged_solves": self.cg_unconverged,
+            "state_hash": format!("{:016x}", self.state_hash),
+            "failed": self.failed,
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95), max strain {:.3}% (final {:.3}%), \
+             max contacts {}, rejected substeps {}, unconverged solves {}, deadline misses {}, state_hash {:016x}",
+            self.scene,
+            self.frames,
+            self.threads,
+            self.frame_median_ms,
+            self.frame_p95_ms,
+            100.0 * self.max_strain,
+            100.0 * self.final_strain,
+            self.max_contacts,
+            self.rejected_substeps,
+            self.cg_unconverged,
+            self.deadline_misses,
+            self.state_hash
+        )
+    }
+}

@@ -1,0 +1,4 @@
+//! Collision detection and response.
+#![deny(unsafe_code)]
+
+pub mod shapes;

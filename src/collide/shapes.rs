@@ -1,0 +1,249 @@
+//! Analytic collider shapes (plane, sphere, capsule, box) and their rigid motion.
+//!
+//! A shape is defined in its local frame; a [`Pose`] places it in the world.
+//! Queries return the signed distance from the surface (positive outside) and
+//! the outward unit normal, which is what the Baraff–Witkin contact filter needs
+//! (METHODS-bw-bridson §2.9): the constrained direction is the normal, and the
+//! prescribed normal velocity is the surface's velocity at the contact point.
+#![deny(unsafe_code)]
+
+use glam::{Quat, Vec3};
+
+/// A collider's shape in its local frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape {
+    /// The half-space below the plane through the local origin with local
+    /// normal +y (the solid side is y < 0).
+    Plane,
+    /// A ball of `radius` (m) about the local origin.
+    Sphere {
+        /// Radius (m).
+        radius: f32,
+    },
+    /// Points within `radius` of the segment from −`half_length` to
+    /// +`half_length` along the local y axis.
+    Capsule {
+        /// Radius (m).
+        radius: f32,
+        /// Half the length of the axis segment (m).
+        half_length: f32,
+    },
+    /// An axis-aligned box (in the local frame) with the given half extents (m).
+    Cuboid {
+        /// Half extents along local x, y, z (m).
+        half_extents: Vec3,
+    },
+}
+
+/// A rigid placement: local point p maps to `rotation * p + translation`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pose {
+    /// World position of the local origin (m).
+    pub translation: Vec3,
+    /// Orientation (unit quaternion).
+    pub rotation: Quat,
+}
+
+impl Pose {
+    /// The identity placement.
+    pub const IDENTITY: Pose = Pose {
+        translation: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+    };
+
+    /// World position of a local point.
+    #[must_use]
+    pub fn transform_point(&self, p: Vec3) -> Vec3 {
+        self.rotation * p + self.translation
+    }
+
+    /// Local position of a world point.
+    #[must_use]
+    pub fn inverse_transform_point(&self, p: Vec3) -> Vec3 {
+        self.rotation.inverse() * (p - self.translation)
+    }
+}
+
+/// Prescribed rigid motion: constant linear velocity of the local origin and
+/// constant angular velocity about it (world frame).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Motion {
+    /// Velocity of the local origin (m/s).
+    pub linear_velocity: Vec3,
+    /// Angular velocity (rad/s), axis times rate, about the local origin.
+    pub angular_velocity: Vec3,
+}
+
+impl Motion {
+    /// True when the collider never moves.
+    #[must_use]
+    pub fn is_static(&self) -> bool {
+        self.linear_velocity == Vec3::ZERO && self.angular_velocity == Vec3::ZERO
+    }
+
+    /// The pose after moving `pose` for `dt` seconds (exact for constant velocities).
+    #[must_use]
+    pub fn advance(&self, pose: &Pose, dt: f32) -> Pose {
+        let w = self.angular_velocity * dt;
+        let spin = if w.length_squared() > 0.0 {
+            Quat::from_scaled_axis(w)
+        } else {
+            Quat::IDENTITY
+        };
+        Pose {
+            translation: pose.translation + self.linear_velocity * dt,
+            rotation: (spin * pose.rotation).normalize(),
+        }
+    }
+
+    /// Velocity of the world point `p` of a body whose origin is at `origin`.
+    #[must_use]
+    pub fn velocity_at(&self, origin: Vec3, p: Vec3) -> Vec3 {
+        self.linear_velocity + self.angular_velocity.cross(p - origin)
+    }
+}
+
+/// Result of a signed-distance query.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SurfacePoint {
+    /// Signed distance to the surface (m), negative inside the solid.
+    pub distance: f32,
+    /// Outward unit normal of the surface nearest the query point.
+    pub normal: Vec3,
+}
+
+impl Shape {
+    /// Signed distance and outward normal at world point `p` for the shape
+    /// placed at `pose`.
+    #[must_use]
+    pub fn surface_point(&self, pose: &Pose, p: Vec3) -> SurfacePoint {
+        let q = pose.inverse_transform_point(p);
+        let (distance, local_normal) = self.local_surface_point(q);
+        SurfacePoint {
+            distance,
+            normal: pose.rotation * local_normal,
+        }
+    }
+
+    fn local_surface_point(&self, q: Vec3) -> (f32, Vec3) {
+        match *self {
+            Shape::Plane => (q.y, Vec3::Y),
+            Shape::Sphere { radius } => radial(q, radius),
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => {
+                let axis = Vec3::new(0.0, q.y.clamp(-half_length, half_length), 0.0);
+                radial(q - axis, radius)
+            }
+            Shape::Cuboid { half_extents } => cuboid_surface(q, half_extents),
+        }
+    }
+}
+
+/// Distance and normal for a ball of `radius` about the origin; at the exact
+/// centre the normal is +y (any unit vector is valid there).
+fn radial(d: Vec3, radius: f32) -> (f32, Vec3) {
+    let len = d.length();
+    let normal = if len > 0.0 { d / len } else { Vec3::Y };
+    (len - radius, normal)
+}
+
+/// Signed distance of an axis-aligned box; inside, the normal is the axis of
+/// the nearest face (ties resolved x, then y, then z).
+fn cuboid_surface(q: Vec3, h: Vec3) -> (f32, Vec3) {
+    let d = q.abs() - h;
+    let outside = d.max(Vec3::ZERO);
+    if outside.length_squared() > 0.0 {
+        let len = outside.length();
+        let n = (outside * q.signum()) / len;
+        (len, n)
+    } else {
+        let (dist, axis) = if d.x >= d.y && d.x >= d.z {
+            (d.x, Vec3::X)
+        } else if d.y >= d.z {
+            (d.y, Vec3::Y)
+        } else {
+            (d.z, Vec3::Z)
+        };
+        (dist, axis * q.signum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn near(a: f32, b: f32) -> bool {
+        (a - b).abs() < 1e-5
+    }
+
+    #[test]
+    fn sphere_distance_and_normal() {
+        let pose = Pose {
+            translation: Vec3::new(1.0, 2.0, 3.0),
+            rotation: Quat::IDENTITY,
+        };
+        let s = Shape::Sphere { radius: 0.5 };
+        let sp = s.surface_point(&pose, Vec3::new(1.0, 3.0, 3.0));
+        assert!(near(sp.distance, 0.5));
+        assert!(sp.normal.abs_diff_eq(Vec3::Y, 1e-6));
+        let inside = s.surface_point(&pose, Vec3::new(1.25, 2.0, 3.0));
+        assert!(near(inside.distance, -0.25));
+    }
+
+    #[test]
+    fn rotated_plane_and_capsule() {
+        let pose = Pose {
+            translation: Vec3::ZERO,
+            rotation: Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
+        };
+        // Local +y maps to world -x.
+        let sp = Shape::Plane.surface_point(&pose, Vec3::new(-2.0, 5.0, 1.0));
+        assert!(near(sp.distance, 2.0));
+        assert!(sp.normal.abs_diff_eq(-Vec3::X, 1e-6));
+        let c = Shape::Capsule {
+            radius: 0.1,
+            half_length: 1.0,
+        };
+        // The capsule axis is along world x now; a point beyond the end cap.
+        let end = c.surface_point(&pose, Vec3::new(-1.5, 0.0, 0.0));
+        assert!(near(end.distance, 0.4));
+        assert!(end.normal.abs_diff_eq(-Vec3::X, 1e-6));
+        let side = c.surface_point(&pose, Vec3::new(0.3, 0.0, 0.2));
+        assert!(near(side.distance, 0.1));
+        assert!(side.normal.abs_diff_eq(Vec3::Z, 1e-6));
+    }
+
+    #[test]
+    fn cuboid_inside_outside_corner() {
+        let b = Shape::Cuboid {
+            half_extents: Vec3::new(1.0, 0.5, 0.25),
+        };
+        let face = b.surface_point(&Pose::IDENTITY, Vec3::new(0.2, 0.4, 0.0));
+        assert!(near(face.distance, -0.1));
+        assert_eq!(face.normal, Vec3::Y);
+        let corner = b.surface_point(&Pose::IDENTITY, Vec3::new(2.0, 1.5, 0.0));
+        assert!(near(corner.distance, 2.0f32.sqrt()));
+        assert!(
+            corner
+                .normal
+                .abs_diff_eq(Vec3::new(1.0, 1.0, 0.0).normalize(), 1e-6)
+        );
+    }
+
+    #[test]
+    fn motion_is_exact_for_constant_velocity() {
+        let m = Motion {
+            linear_velocity: Vec3::new(1.0, 0.0, 0.0),
+            angular_velocity: Vec3::new(0.0, 1.0, 0.0),
+        };
+        let p0 = Pose::IDENTITY;
+        let a = m.advance(&m.advance(&p0, 0.25), 0.25);
+        let b = m.advance(&p0, 0.5);
+        assert!(a.translation.abs_diff_eq(b.translation, 1e-6));
+        assert!(a.rotation.abs_diff_eq(b.rotation, 1e-6));
+        let v = m.velocity_at(Vec3::ZERO, Vec3::new(1.0, 0.0, 0.0));
+        assert!(v.abs_diff_eq(Vec3::new(1.0, 0.0, -1.0), 1e-6));
+    }
+}

@@ -1,0 +1,563 @@
+//! Pins and analytic-collider contacts as Baraff–Witkin velocity filters.
+//!
+//! Every vertex gets a filter S_i (METHODS-bw-bridson eq. 2.15), a prescribed
+//! velocity change z_i in its constrained directions, and a position offset
+//! y_i (METHODS-bw-bridson eq. 2.17):
+//!
+//! - a pinned vertex is fully constrained: S_i = 0 and z_i takes it to its pin
+//!   target at the end of the substep;
+//! - a vertex touching a collider (within the cloth thickness η, or predicted
+//!   to come within η during the substep at its current velocity) is
+//!   constrained along the outward normal n: its normal velocity becomes the
+//!   surface's, and y_i = (η − d) n moves it onto the contact offset. Two
+//!   colliders give two directions (the second orthogonalised against the
+//!   first); a third makes the vertex follow the surfaces fully.
+//!
+//! **Engage / release** (METHODS-bw-bridson §2.9). A vertex already in
+//! contact stays engaged while it is within η + a small band of the surface, so
+//! a cloth resting on a solid does not chatter in and out of contact. After the
+//! solve the constraint impulse λ_i = (I − S_i)(A Δv − b)_i is inspected: if
+//! λ_i·n < 0 the constraint was pulling the cloth onto the solid, so the
+//! contact is released and not re-engaged next substep unless geometry demands
+//! it (a predicted approach within η).
+//!
+//! **Friction** (a departure: BW98 gives none for these contacts). Coulomb
+//! friction with the same filter machinery, so stiff cloth cannot be held
+//! by a velocity clamp that the implicit solve never had to fight:
+//!
+//! - *stick*: the vertex follows the surface fully (S_i = 0, z_i takes it to the
+//!   surface velocity). After the solve the constraint impulse λ_i splits into
+//!   a normal part λ_n and a tangential part λ_t; if |λ_t| > μ λ_n the contact
+//!   slips from the next substep on (the friction cone, checked on the impulse
+//!   the solve really needed);
+//! - *slip*: only the normal is constrained, and kinetic friction enters the
+//!   solve as a force −μ (λ_n/h) t̂ against the tangential slip direction t̂ at
+//!   the start of the substep (λ_n from the previous substep). If the slip
+//!   velocity reverses during the substep, friction would have stopped it: the
+//!   tangential velocity is zeroed and the contact sticks;
+//! - *impact*: a contact new this substep has no λ_n yet; friction acts as the
+//!   velocity-level Coulomb correction of Bridson 2002 (METHODS-bw-bridson §3.8),
+//!   reducing the tangential velocity by μ λ_n/m, and the contact slips (or
+//!   sticks, if that stopped it).
+//!
+//! A pair's coefficient is √(μ_cloth μ_collider). Vertices touching two or
+//! more surfaces at once are wedged: they follow the surfaces' normal motion and
+//! get no friction (documented limitation).
+#![deny(unsafe_code)]
+
+use glam::Vec3;
+
+use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::linalg::Filter;
+
+/// A collider as the contact stage sees it during one substep.
+#[derive(Clone, Copy, Debug)]
+pub struct ColliderView {
+    /// Shape in its local frame.
+    pub shape: Shape,
+    /// Pose at the start of the substep.
+    pub pose: Pose,
+    /// Rigid motion over the substep.
+    pub motion: Motion,
+    /// Coulomb friction coefficient of this collider.
+    pub friction: f32,
+}
+
+/// A pinned vertex and where it must be at the end of the substep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PinTarget {
+    /// Vertex index.
+    pub vertex: u32,
+    /// Position at the end of the substep (m).
+    pub target: Vec3,
+}
+
+/// Largest number of collider contacts recorded per vertex.
+const MAX_CONTACTS: usize = 2;
+
+/// Friction state of a vertex's contact (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrictionMode {
+    /// New contact: velocity-level Coulomb friction after the solve.
+    Impact,
+    /// Sliding: kinetic friction force inside the solve.
+    Slip,
+    /// Sticking: the vertex follows the surface; the cone is checked after.
+    Stick,
+}
+
+/// One vertex–collider contact of the current substep.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Contact {
+    collider: u32,
+    normal: Vec3,
+    surface_velocity: Vec3,
+}
+
+/// Filters, prescribed velocity changes and position offsets for one cloth,
+/// rebuilt every substep; buffers sized once at cloth creation.
+#[derive(Clone, Debug)]
+pub struct Constraints {
+    filters: Vec<Filter>,
+    z: Vec<Vec3>,
+    y: Vec<Vec3>,
+    contacts: Vec<[Contact; MAX_CONTACTS]>,
+    contact_count: Vec<u8>,
+    /// Persistent across substeps: the vertex was in (unreleased) contact.
+    engaged_before: Vec<bool>,
+    /// Persistent: the friction state of each vertex's contact.
+    mode: Vec<FrictionMode>,
+    /// Persistent: the normal impulse λ_n of the last substep (N·s).
+    normal_impulse: Vec<f32>,
+    /// Kinetic friction force of this substep (N), added to the external forces.
+    friction_force: Vec<Vec3>,
+    /// Slip direction t̂ of this substep (unit, or zero).
+    slip_dir: Vec<Vec3>,
+    active: u32,
+    released: u32,
+}
+
+impl Constraints {
+    /// Buffers for `n` vertices, all free.
+    #[must_use]
+    pub fn new(n: usize) -> Self {
+        Self {
+            filters: vec![Filter::Free; n],
+            z: vec![Vec3::ZERO; n],
+            y: vec![Vec3::ZERO; n],
+            contacts: vec![[Contact::default(); MAX_CONTACTS]; n],
+            contact_count: vec![0; n],
+            engaged_before: vec![false; n],
+            mode: vec![FrictionMode::Impact; n],
+            normal_impulse: vec![0.0; n],
+            friction_force: vec![Vec3::ZERO; n],
+            slip_dir: vec![Vec3::ZERO; n],
+            active: 0,
+            released: 0,
+        }
+    }
+
+    /// Per-vertex filters S_i.
+    #[must_use]
+    pub fn filters(&self) -> &[Filter] {
+        &self.filters
+    }
+
+    /// Prescribed velocity changes z_i (in the constrained directions).
+    #[must_use]
+    pub fn z(&self) -> &[Vec3] {
+        &self.z
+    }
+
+    /// Position offsets y_i (METHODS-bw-bridson eq. 2.17).
+    #[must_use]
+    pub fn y(&self) -> &[Vec3] {
+        &self.y
+    }
+
+    /// Vertex–collider contacts of the current substep.
+    #[must_use]
+    pub fn active_contacts(&self) -> u32 {
+        self.active
+    }
+
+    /// Contacts released after the last solve.
+    #[must_use]
+    pub fn released_contacts(&self) -> u32 {
+        self.released
+    }
+
+    /// Kinetic friction forces of this substep (N): add them to the external
+    /// forces before assembling.
+    #[must_use]
+    pub fn friction_forces(&self) -> &[Vec3] {
+        &self.friction_force
+    }
+
+    /// Forgets contact history (e.g. after a teleport).
+    pub fn reset_history(&mut self) {
+        self.engaged_before.fill(false);
+        self.mode.fill(FrictionMode::Impact);
+        self.normal_impulse.fill(0.0);
+    }
+
+    /// Builds S, z, y and the kinetic friction forces for a substep of length
+    /// `h` from the state at its start (`x`, `v`), the pins and the colliders.
+    /// `thickness` is η (m), `cloth_friction` the cloth's Coulomb coefficient.
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        &mut self,
+        h: f32,
+        x: &[Vec3],
+        v: &[Vec3],
+        pins: &[PinTarget],
+        colliders: &[ColliderView],
+        thickness: f32,
+        cloth_friction: f32,
+    ) {
+        let band = 0.5 * thickness;
+        self.active = 0;
+        for i in 0..x.len() {
+            self.filters[i] = Filter::Free;
+            self.z[i] = Vec3::ZERO;
+            self.y[i] = Vec3::ZERO;
+            self.friction_force[i] = Vec3::ZERO;
+            self.slip_dir[i] = Vec3::ZERO;
+            self.contact_count[i] = 0;
+            let mut count = 0usize;
+            // (η − d) of the deepest contact: positive pushes out to the offset,
+            // negative brings a vertex predicted to arrive down onto it.
+            let mut deepest = f32::MIN;
+            for (c, col) in colliders.iter().enumerate() {
+                let sp = col.shape.surface_point(&col.pose, x[i]);
+                let vs = col.motion.velocity_at(col.pose.translation, x[i]);
+                let approach = (v[i] - vs).dot(sp.normal);
+                let predicted = sp.distance + h * approach.min(0.0);
+                let keep = self.engaged_before[i] && sp.distance < thickness + band;
+                if predicted < thickness || keep {
+                    if count < MAX_CONTACTS {
+                        self.contacts[i][count] = Contact {
+                            collider: c as u32,
+                            normal: sp.normal,
+                            surface_velocity: vs,
+                        };
+                        count += 1;
+                    } else {
+                        count += 1;
+                    }
+                    deepest = deepest.max(thickness - sp.distance);
+                }
+            }
+            if count == 0 {
+                self.mode[i] = FrictionMode::Impact;
+                continue;
+            }
+            if !self.engaged_before[i] {
+                self.mode[i] = FrictionMode::Impact;
+            }
+            self.active += count as u32;
+            self.contact_count[i] = count.min(MAX_CONTACTS) as u8;
+            let c0 = self.contacts[i][0];
+            let vrel0 = c0.surface_velocity - v[i];
+            if count == 1 {
+                let n = c0.normal;
+                self.y[i] = deepest * n;
+                match self.mode[i] {
+                    FrictionMode::Stick => {
+                        self.filters[i] = Filter::Fixed;
+                        self.z[i] = vrel0;
+                    }
+                    FrictionMode::Slip | FrictionMode::Impact => {
+                        self.filters[i] = Filter::OneDirection(n);
+                        self.z[i] = vrel0.dot(n) * n;
+                    }
+                }
+                if self.mode[i] == FrictionMode::Slip {
+                    let mu =
+                        combine_friction(cloth_friction, colliders[c0.collider as usize].friction);
+                    let vt = -vrel0 + vrel0.dot(n) * n;
+                    let len = vt.length();
+                    if len > 0.0 && mu > 0.0 {
+                        let t = vt / len;
+                        self.slip_dir[i] = t;
+                        self.friction_force[i] = -(mu * self.normal_impulse[i].max(0.0) / h) * t;
+                    }
+                }
+            } else {
+                let c1 = self.contacts[i][1];
+                let p = c0.normal;
+                let q = c1.normal - c1.normal.dot(p) * p;
+                let ql = q.length();
+                if count > MAX_CONTACTS || ql < 1e-3 {
+                    // Wedged between surfaces (or two nearly parallel normals
+                    // pointing the same way): follow the first surface fully.
+                    self.filters[i] = if ql < 1e-3 && count <= MAX_CONTACTS {
+                        Filter::OneDirection(p)
+                    } else {
+                        Filter::Fixed
+                    };
+                    self.z[i] = match self.filters[i] {
+                        Filter::OneDirection(n) => vrel0.dot(n) * n,
+                        _ => vrel0,
+                    };
+                    self.y[i] = deepest * p;
+                    if ql < 1e-3 {
+                        self.contact_count[i] = 1;
+                    }
+                } else {
+                    let q = q / ql;
+                    let vrel1 = c1.surface_velocity - v[i];
+                    self.filters[i] = Filter::TwoDirections(p, q);
+                    // Normal velocities of both surfaces, expressed in the
+                    // orthonormal pair (p, q): solve [1 0; n1·p n1·q] w = [vrel0·p; vrel1·n1].
+                    let wp = vrel0.dot(p);
+                    let n1 = c1.normal;
+                    let wq = (vrel1.dot(n1) - wp * n1.dot(p)) / n1.dot(q);
+                    self.z[i] = wp * p + wq * q;
+                    self.y[i] = deepest * p;
+                }
+            }
+        }
+        for pin in pins {
+            let i = pin.vertex as usize;
+            self.filters[i] = Filter::Fixed;
+            self.z[i] = (pin.target - x[i]) / h - v[i];
+            self.y[i] = Vec3::ZERO;
+            self.contact_count[i] = 0;
+        }
+    }
+
+    /// After the solve (velocities `v_new` = v1, constraint impulses `lambda`,
+    /// masses `mass`): releases contacts whose impulse pulls (λ·n < 0), and
+    /// applies the friction rules of the module doc, choosing each contact's
+    /// friction state for the next substep.
+    pub fn resolve_after_solve(
+        &mut self,
+        lambda: &[Vec3],
+        v_new: &mut [Vec3],
+        mass: &[f32],
+        colliders: &[ColliderView],
+        cloth_friction: f32,
+    ) {
+        self.released = 0;
+        for i in 0..v_new.len() {
+            let count = self.contact_count[i] as usize;
+            if count == 0 {
+                self.engaged_before[i] = false;
+                continue;
+            }
+            let c = self.contacts[i][0];
+            let n = c.normal;
+            let jn = lambda[i].dot(n);
+            if jn < 0.0 {
+                self.released += 1;
+                self.engaged_before[i] = false;
+                self.mode[i] = FrictionMode::Impact;
+                self.normal_impulse[i] = 0.0;
+                continue;
+            }
+            self.engaged_before[i] = true;
+            self.normal_impulse[i] = jn;
+            if count > 1 {
+                self.mode[i] = FrictionMode::Impact;
+                continue;
+            }
+            let mu = combine_friction(cloth_friction, colliders[c.collider as usize].friction);
+            let vrel = v_new[i] - c.surface_velocity;
+            let vt = vrel - vrel.dot(n) * n;
+            self.mode[i] = match self.mode[i] {
+                FrictionMode::Stick => {
+                    let lt = lambda[i] - jn * n;
+                    if lt.length() > mu * jn {
+                        FrictionMode::Slip
+                    } else {
+                        FrictionMode::Stick
+                    }
+                }
+                FrictionMode::Slip => {
+                    if self.slip_dir[i] != Vec3::ZERO && vt.dot(self.slip_dir[i]) <= 0.0 {
+                        v_new[i] -= vt;
+                        FrictionMode::Stick
+                    } else {
+                        FrictionMode::Slip
+                    }
+                }
+                FrictionMode::Impact => {
+                    let vt_len = vt.length();
+                    let dv_max = mu * jn / mass[i];
+                    if vt_len <= dv_max {
+                        v_new[i] -= vt;
+                        FrictionMode::Stick
+                    } else {
+                        v_new[i] -= vt * (dv_max / vt_len);
+                        FrictionMode::Slip
+                    }
+                }
+            };
+        }
+    }
+}
+
+/// One friction coefficient per pair from both sides: the geometric mean
+/// √(μ_a μ_b), symmetric and 0 if either side is frictionless.
+#[must_use]
+pub fn combine_friction(a: f32, b: f32) -> f32 {
+    (a.max(0.0) * b.max(0.0)).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ground(friction: f32) -> ColliderView {
+        ColliderView {
+            shape: Shape::Plane,
+            pose: Pose::IDENTITY,
+            motion: Motion::default(),
+            friction,
+        }
+    }
+
+    #[test]
+    fn falling_vertex_engages_before_it_penetrates() {
+        let mut c = Constraints::new(2);
+        let x = [Vec3::new(0.0, 0.011, 0.0), Vec3::new(1.0, 1.0, 0.0)];
+        let v = [Vec3::new(0.0, -2.0, 0.0), Vec3::ZERO];
+        c.build(0.01, &x, &v, &[], &[ground(0.0)], 0.005, 0.0);
+        assert_eq!(c.filters()[0], Filter::OneDirection(Vec3::Y));
+        assert!(c.z()[0].abs_diff_eq(Vec3::new(0.0, 2.0, 0.0), 1e-6));
+        // y moves it down to the contact offset: 0.011 - 0.006 = 0.005.
+        assert!(c.y()[0].abs_diff_eq(Vec3::new(0.0, -0.006, 0.0), 1e-6));
+        assert_eq!(c.filters()[1], Filter::Free);
+        assert_eq!(c.active_contacts(), 1);
+    }
+
+    #[test]
+    fn pins_override_contacts() {
+        let mut c = Constraints::new(1);
+        let x = [Vec3::new(0.0, 0.0, 0.0)];
+        let v = [Vec3::new(1.0, 0.0, 0.0)];
+        let pins = [PinTarget {
+            vertex: 0,
+            target: Vec3::new(0.0, 0.1, 0.0),
+        }];
+        c.build(0.1, &x, &v, &pins, &[ground(0.0)], 0.005, 0.0);
+        assert_eq!(c.filters()[0], Filter::Fixed);
+        // v + z = (target - x) / h.
+        assert!((v[0] + c.z()[0]).abs_diff_eq(Vec3::new(0.0, 1.0, 0.0), 1e-6));
+    }
+
+    #[test]
+    fn pulling_contact_is_released_and_impact_friction_is_coulomb() {
+        let mut c = Constraints::new(3);
+        let x = [
+            Vec3::new(0.0, 0.004, 0.0),
+            Vec3::new(1.0, 0.004, 0.0),
+            Vec3::new(2.0, 0.004, 0.0),
+        ];
+        let v = [Vec3::ZERO; 3];
+        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 0.25);
+        assert_eq!(c.active_contacts(), 3);
+        let lambda = [
+            Vec3::new(0.0, -1.0, 0.0),
+            Vec3::new(0.0, 0.5, 0.0),
+            Vec3::new(0.0, 0.5, 0.0),
+        ];
+        let mut vn = [
+            Vec3::new(3.0, 0.0, 0.0),
+            Vec3::new(3.0, 0.0, 0.0),
+            Vec3::new(0.1, 0.0, 0.0),
+        ];
+        c.resolve_after_solve(&lambda, &mut vn, &[1.0; 3], &[ground(1.0)], 0.25);
+        assert_eq!(c.released_contacts(), 1);
+        assert_eq!(vn[0], Vec3::new(3.0, 0.0, 0.0), "released: no friction");
+        // mu = sqrt(0.25 * 1) = 0.5; dv = 0.5 * 0.5 / 1 = 0.25.
+        assert!(vn[1].abs_diff_eq(Vec3::new(2.75, 0.0, 0.0), 1e-6));
+        assert_eq!(vn[2], Vec3::ZERO, "static friction stops a slow vertex");
+        assert_eq!(c.mode[1], FrictionMode::Slip);
+        assert_eq!(c.mode[2], FrictionMode::Stick);
+    }
+
+    #[test]
+    fn slipping_contact_gets_a_kinetic_force_and_sticks_on_reversal() {
+        let mut c = Constraints::new(1);
+        let x = [Vec3::new(0.0, 0.004, 0.0)];
+        let mut v = [Vec3::new(1.0, 0.0, 0.0)];
+        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 1.0);
+        // Impact: lambda_n = 0.02, mu = 1, m = 1 -> dv 0.02 < 1: slips on.
+        c.resolve_after_solve(
+            &[Vec3::new(0.0, 0.02, 0.0)],
+            &mut v,
+            &[1.0],
+            &[ground(1.0)],
+            1.0,
+        );
+        assert_eq!(c.mode[0], FrictionMode::Slip);
+        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 1.0);
+        assert_eq!(c.filters()[0], Filter::OneDirection(Vec3::Y));
+        // -mu lambda_n / h along the slip direction: 1 * 0.02 / 0.01 = 2 N.
+        assert!(c.friction_forces()[0].abs_diff_eq(Vec3::new(-2.0, 0.0, 0.0), 1e-5));
+        // The solve reversed the slip: the contact sticks, tangential velocity zeroed.
+        let mut vr = [Vec3::new(-0.01, 0.0, 0.0)];
+        c.resolve_after_solve(
+            &[Vec3::new(0.0, 0.02, 0.0)],
+            &mut vr,
+            &[1.0],
+            &[ground(1.0)],
+            1.0,
+        );
+        assert_eq!(vr[0], Vec3::ZERO);
+        assert_eq!(c.mode[0], FrictionMode::Stick);
+        c.build(0.01, &x, &vr, &[], &[ground(1.0)], 0.005, 1.0);
+        assert_eq!(
+            c.filters()[0],
+            Filter::Fixed,
+            "sticking follows the surface"
+        );
+    }
+
+    #[test]
+    fn sticking_contact_slips_outside_the_friction_cone() {
+        let mut c = Constraints::new(1);
+        let x = [Vec3::new(0.0, 0.004, 0.0)];
+        let mut v = [Vec3::ZERO];
+        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
+        c.resolve_after_solve(
+            &[Vec3::new(0.0, 1.0, 0.0)],
+            &mut v,
+            &[1.0],
+            &[ground(0.5)],
+            0.5,
+        );
+        assert_eq!(c.mode[0], FrictionMode::Stick);
+        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
+        // Inside the cone (|lambda_t| = 0.4 <= 0.5 * 1): stays.
+        c.resolve_after_solve(
+            &[Vec3::new(0.4, 1.0, 0.0)],
+            &mut v,
+            &[1.0],
+            &[ground(0.5)],
+            0.5,
+        );
+        assert_eq!(c.mode[0], FrictionMode::Stick);
+        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
+        // Outside (0.6 > 0.5): slips from the next substep.
+        c.resolve_after_solve(
+            &[Vec3::new(0.6, 1.0, 0.0)],
+            &mut v,
+            &[1.0],
+            &[ground(0.5)],
+            0.5,
+        );
+        assert_eq!(c.mode[0], FrictionMode::Slip);
+    }
+
+    #[test]
+    fn two_surfaces_prescribe_both_normal_velocities() {
+        let wall = ColliderView {
+            shape: Shape::Plane,
+            pose: Pose {
+                translation: Vec3::ZERO,
+                rotation: glam::Quat::from_rotation_z(-std::f32::consts::FRAC_PI_2),
+            },
+            motion: Motion {
+                linear_velocity: Vec3::new(0.5, 0.0, 0.0),
+                angular_velocity: Vec3::ZERO,
+            },
+            friction: 0.0,
+        };
+        let mut c = Constraints::new(1);
+        let x = [Vec3::new(0.001, 0.001, 0.0)];
+        let v = [Vec3::new(-1.0, -1.0, 0.0)];
+        c.build(0.01, &x, &v, &[], &[ground(0.0), wall], 0.005, 0.0);
+        match c.filters()[0] {
+            Filter::TwoDirections(p, q) => {
+                assert!(p.abs_diff_eq(Vec3::Y, 1e-6));
+                assert!(q.abs_diff_eq(Vec3::X, 1e-6));
+            }
+            f => panic!("expected two directions, got {f:?}"),
+        }
+        let v_after = v[0] + c.z()[0];
+        assert!(v_after.abs_diff_eq(Vec3::new(0.5, 0.0, 0.0), 1e-6));
+    }
+}

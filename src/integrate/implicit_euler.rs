@@ -1,0 +1,476 @@
+//! The linearised implicit Euler step of Baraff–Witkin 1998.
+//!
+//! One Newton step of backward Euler (METHODS-bw-bridson eq. 2.13–2.14), with
+//! contact position offsets y (eq. 2.17) and constraints by filtering (eq. 2.16):
+//!
+//! ```text
+//!   A = M − h D − h² K,     b = h (f0 + K (h v0 + y)),
+//!   S (A Δv − b) = 0,   (I − S) Δv = z,
+//!   v1 = v0 + Δv,       x1 = x0 + h v1 + y
+//! ```
+//!
+//! K = ∂f/∂x and D = ∂f/∂v come from the element kernels of
+//! [`crate::model::baraff_witkin`] in the definiteness treatment chosen there,
+//! so A is symmetric positive definite and the filtered PCG applies.
+//!
+//! Everything this step touches is sized when the cloth is created: the block
+//! pattern (edges and hinge wing pairs), each element's block slots, the
+//! right-hand side, the PCG workspace. A step allocates nothing.
+#![deny(unsafe_code)]
+
+use std::sync::Arc;
+
+use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
+
+use crate::linalg::{
+    BlockCsr, BlockPattern, BlockSlot, Filter, PcgReport, PcgSettings, PcgWorkspace,
+    solve_filtered_pcg,
+};
+use crate::mesh::{Topology, TriMesh};
+use crate::model::baraff_witkin::{
+    BendParams, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
+    membrane_element, stretch_measure,
+};
+
+/// How hinge rest angles are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RestAngles {
+    /// Flat: every hinge rests at θ0 = 0 (cloth).
+    #[default]
+    Flat,
+    /// The angles of the input mesh (shells, pre-shaped garments).
+    Initial,
+}
+
+/// Material and solver settings of a Baraff–Witkin cloth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BwSettings {
+    /// Stretch and shear.
+    pub membrane: MembraneParams,
+    /// Bending.
+    pub bend: BendParams,
+    /// Rest angles of the hinges.
+    pub rest_angles: RestAngles,
+    /// Jacobian treatment used in the solve.
+    pub jacobian: JacobianMode,
+    /// Iteration cap and tolerance of the filtered PCG.
+    pub pcg: PcgSettings,
+}
+
+/// Why a Baraff–Witkin system could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BwBuildError {
+    /// A triangle's material (u, v) coordinates are degenerate.
+    #[error("triangle {face} has degenerate material (u, v) coordinates (zero rest area)")]
+    DegenerateRest {
+        /// The face index.
+        face: u32,
+    },
+    /// A hinge's rest geometry is degenerate (zero-length edge or zero-area wing).
+    #[error("hinge on edge {a}-{b} has degenerate rest geometry")]
+    DegenerateHinge {
+        /// First edge vertex.
+        a: u32,
+        /// Second edge vertex.
+        b: u32,
+    },
+}
+
+/// Outcome of one implicit step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepReport {
+    /// The PCG's report.
+    pub pcg: PcgReport,
+    /// Elastic energy at the start of the step (J).
+    pub elastic_energy: f64,
+}
+
+/// The assembled system and rest data of one Baraff–Witkin cloth.
+pub struct ImplicitEuler {
+    settings: BwSettings,
+    tri_verts: Vec<[u32; 3]>,
+    tri_rest: Vec<TriangleRest>,
+    tri_slots: Vec<[BlockSlot; 9]>,
+    hinge_verts: Vec<[u32; 4]>,
+    hinge_rest: Vec<HingeRest>,
+    hinge_slots: Vec<[BlockSlot; 16]>,
+    diag_slots: Vec<BlockSlot>,
+    a: BlockCsr,
+    b: Vec<Vec3>,
+    dv: Vec<Vec3>,
+    lambda: Vec<Vec3>,
+    pcg: PcgWorkspace,
+}
+
+impl std::fmt::Debug for ImplicitEuler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImplicitEuler")
+            .field("triangles", &self.tri_verts.len())
+            .field("hinges", &self.hinge_verts.len())
+            .field("blocks", &self.a.pattern().num_blocks())
+            .finish()
+    }
+}
+
+impl ImplicitEuler {
+    /// Builds rest data, the block pattern and every element's block slots.
+    ///
+    /// Rest (u, v) coordinates come from `mesh.corner_uvs` when present;
+    /// otherwise each triangle is laid flat in its own plane (its first edge
+    /// along u), which is exact for lengths and areas but gives no consistent
+    /// warp/weft direction: use equal `stretch_u`/`stretch_v` then.
+    pub fn new(
+        mesh: &TriMesh,
+        topology: &Topology,
+        settings: BwSettings,
+    ) -> Result<Self, BwBuildError> {
+        let n = mesh.num_vertices();
+        let mut tri_rest = Vec::with_capacity(mesh.num_triangles());
+        for (t, tri) in mesh.triangles.iter().enumerate() {
+            let uv = match &mesh.corner_uvs {
+                Some(uvs) => uvs[t].map(|p| p.as_dvec2()),
+                None => flatten_triangle(tri.map(|i| mesh.positions[i as usize].as_dvec3())),
+            };
+            let rest =
+                TriangleRest::from_uv(uv).ok_or(BwBuildError::DegenerateRest { face: t as u32 })?;
+            tri_rest.push(rest);
+        }
+        let mut hinge_verts = Vec::with_capacity(topology.hinges().len());
+        let mut hinge_rest = Vec::with_capacity(topology.hinges().len());
+        for hinge in topology.hinges() {
+            let x = hinge.verts.map(|i| mesh.positions[i as usize].as_dvec3());
+            let rest = match settings.rest_angles {
+                RestAngles::Flat => HingeRest::flat(&x),
+                RestAngles::Initial => HingeRest::from_rest_positions(&x),
+            }
+            .ok_or(BwBuildError::DegenerateHinge {
+                a: hinge.verts[2],
+                b: hinge.verts[3],
+            })?;
+            hinge_verts.push(hinge.verts);
+            hinge_rest.push(rest);
+        }
+        let pairs = topology
+            .edges()
+            .iter()
+            .map(|e| (e[0], e[1]))
+            .chain(hinge_verts.iter().map(|h| (h[0], h[1])));
+        let pattern = Arc::new(BlockPattern::from_pairs(n, pairs));
+        let slot = |i: u32, j: u32| {
+            pattern
+                .slot(i, j)
+                .expect("pattern holds every pair of vertices that share an element")
+        };
+        let tri_slots = mesh
+            .triangles
+            .iter()
+            .map(|t| std::array::from_fn(|k| slot(t[k / 3], t[k % 3])))
+            .collect();
+        let hinge_slots = hinge_verts
+            .iter()
+            .map(|h| std::array::from_fn(|k| slot(h[k / 4], h[k % 4])))
+            .collect();
+        let diag_slots = (0..n).map(|i| pattern.diag_slot(i)).collect();
+        Ok(Self {
+            settings,
+            tri_verts: mesh.triangles.clone(),
+            tri_rest,
+            tri_slots,
+            hinge_verts,
+            hinge_rest,
+            hinge_slots,
+            diag_slots,
+            a: BlockCsr::new(pattern),
+            b: vec![Vec3::ZERO; n],
+            dv: vec![Vec3::ZERO; n],
+            lambda: vec![Vec3::ZERO; n],
+            pcg: PcgWorkspace::new(n),
+        })
+    }
+
+    /// The settings this system was built with.
+    #[must_use]
+    pub fn settings(&self) -> &BwSettings {
+        &self.settings
+    }
+
+    /// Rest data of every triangle.
+    #[must_use]
+    pub fn triangle_rest(&self) -> &[TriangleRest] {
+        &self.tri_rest
+    }
+
+    /// Constraint impulses λ = (I − S)(A Δv − b) of the last step (N·s).
+    #[must_use]
+    pub fn constraint_impulses(&self) -> &[Vec3] {
+        &self.lambda
+    }
+
+    /// Per-triangle stretch measure max(|w_u|, |w_v|) at positions `x`
+    /// (METHODS-bw-bridson §2.11), written into `out`.
+    pub fn stretch_measures(&self, x: &[Vec3], out: &mut [f32]) {
+        for ((t, rest), o) in self
+            .tri_verts
+            .iter()
+            .zip(&self.tri_rest)
+            .zip(out.iter_mut())
+        {
+            let p = t.map(|i| x[i as usize].as_dvec3());
+            *o = stretch_measure(&p, rest) as f32;
+        }
+    }
+
+    /// Elastic (membrane + bending) energy at positions `x` (J).
+    #[must_use]
+    pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
+        let zero3 = [DVec3::ZERO; 3];
+        let zero4 = [DVec3::ZERO; 4];
+        let mut e = 0.0;
+        for (t, rest) in self.tri_verts.iter().zip(&self.tri_rest) {
+            let p = t.map(|i| x[i as usize].as_dvec3());
+            e += membrane_element(
+                &p,
+                &zero3,
+                rest,
+                &self.settings.membrane,
+                JacobianMode::Definite,
+            )
+            .energy;
+        }
+        for (h, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
+            let p = h.map(|i| x[i as usize].as_dvec3());
+            e += bend_element(
+                &p,
+                &zero4,
+                rest,
+                &self.settings.bend,
+                JacobianMode::Definite,
+            )
+            .energy;
+        }
+        e
+    }
+
+    /// One linearised backward-Euler step of length `h` (METHODS-bw-bridson
+    /// eq. 2.14, 2.16, 2.17) at x0 = `x`, v0 = `v`: overwrites `v` with
+    /// v1 = v0 + Δv and leaves `x` alone, so that velocity corrections
+    /// (friction, collisions) can come before the caller sets x1 = x0 + h v1 + y.
+    /// `external` is the external force per vertex (N), `mass` the lumped
+    /// masses, `pcg` the cap and tolerance for this solve, `filters`, `z`, `y`
+    /// the constraints. `should_stop` is polled between CG iterations (the
+    /// frame deadline).
+    ///
+    /// The step is two calls so a caller can time them apart: [`Self::assemble`]
+    /// then [`Self::solve`]; `step` makes both.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(
+        &mut self,
+        h: f32,
+        x: &[Vec3],
+        v: &mut [Vec3],
+        mass: &[f32],
+        external: &[Vec3],
+        pcg: &PcgSettings,
+        filters: &[Filter],
+        z: &[Vec3],
+        y: &[Vec3],
+        should_stop: &mut dyn FnMut(u32) -> bool,
+    ) -> StepReport {
+        let elastic_energy = self.assemble(h, x, v, mass, external, y, 0.0);
+        let pcg = self.solve(v, pcg, filters, z, should_stop);
+        StepReport {
+            pcg,
+            elastic_energy,
+        }
+    }
+
+    /// Solves the assembled system (METHODS-bw-bridson eq. 2.16) and adds Δv
+    /// to `v`; records the constraint impulses.
+    pub fn solve(
+        &mut self,
+        v: &mut [Vec3],
+        pcg: &PcgSettings,
+        filters: &[Filter],
+        z: &[Vec3],
+        should_stop: &mut dyn FnMut(u32) -> bool,
+    ) -> PcgReport {
+        let report = solve_filtered_pcg(
+            &self.a,
+            &self.b,
+            z,
+            filters,
+            pcg,
+            &mut self.pcg,
+            &mut self.dv,
+            should_stop,
+        );
+        self.compute_constraint_impulses(filters);
+        for (vi, dvi) in v.iter_mut().zip(&self.dv) {
+            *vi += *dvi;
+        }
+        report
+    }
+
+    /// Assembles A = M − hD − h²K and b = h(f0 + K(h v0 + y)) in place
+    /// (METHODS-bw-bridson eq. 2.14, 2.17). Returns the elastic energy at x0.
+    ///
+    /// `air_damping` c (1/s) adds the drag force −c m v, integrated implicitly
+    /// (D gains −c m I on the diagonal): a rigid swing, which no internal
+    /// damping touches, decays as e^(−c t).
+    #[allow(clippy::too_many_arguments)]
+    pub fn assemble(
+        &mut self,
+        h: f32,
+        x: &[Vec3],
+        v: &[Vec3],
+        mass: &[f32],
+        external: &[Vec3],
+        y: &[Vec3],
+        air_damping: f32,
+    ) -> f64 {
+        let hf = h;
+        let h = f64::from(h);
+        self.a.set_zero();
+        for (i, (b, f)) in self.b.iter_mut().zip(external).enumerate() {
+            let drag = air_damping * mass[i];
+            *b = hf * (*f - drag * v[i]);
+            self.a.add(
+                self.diag_slots[i],
+                Mat3::from_diagonal(Vec3::splat(mass[i] + hf * drag)),
+            );
+        }
+        let mode = self.settings.jacobian;
+        let mut energy = 0.0;
+        for ((t, rest), slots) in self
+            .tri_verts
+            .iter()
+            .zip(&self.tri_rest)
+            .zip(&self.tri_slots)
+        {
+            let xe = t.map(|i| x[i as usize].as_dvec3());
+            let ve = t.map(|i| v[i as usize].as_dvec3());
+            let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+            let out = membrane_element(&xe, &ve, rest, &self.settings.membrane, mode);
+            energy += out.energy;
+            scatter(
+                &mut self.a,
+                &mut self.b,
+                h,
+                t,
+                slots,
+                &out.force,
+                &out.dfdx,
+                &out.dfdv,
+                &we,
+            );
+        }
+        for ((hv, rest), slots) in self
+            .hinge_verts
+            .iter()
+            .zip(&self.hinge_rest)
+            .zip(&self.hinge_slots)
+        {
+            let xe = hv.map(|i| x[i as usize].as_dvec3());
+            let ve = hv.map(|i| v[i as usize].as_dvec3());
+            let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+            let out = bend_element(&xe, &ve, rest, &self.settings.bend, mode);
+            energy += out.energy;
+            scatter(
+                &mut self.a,
+                &mut self.b,
+                h,
+                hv,
+                slots,
+                &out.force,
+                &out.dfdx,
+                &out.dfdv,
+                &we,
+            );
+        }
+        energy
+    }
+
+    /// λ_i = (I − S_i)(A Δv − b)_i for constrained vertices (METHODS-bw-bridson §2.7).
+    fn compute_constraint_impulses(&mut self, filters: &[Filter]) {
+        let pattern = self.a.pattern();
+        let values = self.a.values();
+        for (i, f) in filters.iter().enumerate() {
+            if matches!(f, Filter::Free) {
+                self.lambda[i] = Vec3::ZERO;
+                continue;
+            }
+            let mut r = -self.b[i];
+            for (k, &j) in pattern.row_range(i).zip(pattern.row_cols(i)) {
+                r += values[k] * self.dv[j as usize];
+            }
+            self.lambda[i] = f.constrained(r);
+        }
+    }
+}
+
+/// Adds one element's −hD − h²K blocks to A and h f + h K w to b.
+#[allow(clippy::too_many_arguments)]
+fn scatter<const N: usize>(
+    a: &mut BlockCsr,
+    b: &mut [Vec3],
+    h: f64,
+    verts: &[u32; N],
+    slots: &[BlockSlot],
+    force: &[DVec3; N],
+    dfdx: &[[DMat3; N]; N],
+    dfdv: &[[DMat3; N]; N],
+    w: &[DVec3; N],
+) {
+    for r in 0..N {
+        let mut rhs = h * force[r];
+        for c in 0..N {
+            let k = dfdx[r][c];
+            rhs += h * (k * w[c]);
+            let block = -h * dfdv[r][c] - (h * h) * k;
+            a.add(slots[r * N + c], block.as_mat3());
+        }
+        b[verts[r] as usize] += rhs.as_vec3();
+    }
+}
+
+/// Lays a 3D triangle flat: corner 0 at the origin, corner 1 on +u.
+fn flatten_triangle(p: [DVec3; 3]) -> [DVec2; 3] {
+    let e1 = p[1] - p[0];
+    let e2 = p[2] - p[0];
+    let l1 = e1.length();
+    if l1 == 0.0 {
+        return [DVec2::ZERO; 3];
+    }
+    let u = e1 / l1;
+    let n = e1.cross(e2);
+    let vdir = n.cross(e1).normalize_or_zero();
+    [
+        DVec2::ZERO,
+        DVec2::new(l1, 0.0),
+        DVec2::new(e2.dot(u), e2.dot(vdir)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flatten_preserves_lengths() {
+        let p = [
+            DVec3::new(0.1, 0.2, 0.3),
+            DVec3::new(1.0, 0.5, -0.2),
+            DVec3::new(0.3, 1.1, 0.4),
+        ];
+        let q = flatten_triangle(p);
+        for (a, b) in [(0, 1), (1, 2), (0, 2)] {
+            let l3 = (p[a] - p[b]).length();
+            let l2 = (q[a] - q[b]).length();
+            assert!((l3 - l2).abs() < 1e-12);
+        }
+        // Winding preserved: positive signed area.
+        let e1 = q[1] - q[0];
+        let e2 = q[2] - q[0];
+        assert!(e1.perp_dot(e2) > 0.0);
+    }
+}

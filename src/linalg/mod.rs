@@ -1,0 +1,29 @@
+//! Fixed-pattern 3x3 block sparse matrices and the filtered PCG.
+//!
+//! - [`pattern`]: the symbolic part, [`BlockPattern`], built once at cloth creation; elements
+//!   keep [`BlockSlot`]s so that assembly is an indexed add.
+//! - [`block_csr`]: [`BlockCsr`], `f32` 3×3 blocks on a shared pattern, and `y = A x`.
+//! - [`precond`]: [`BlockJacobi`], the inverse of the block diagonal (inverted in `f64`).
+//! - [`pcg`]: the per-vertex [`Filter`] (METHODS-bw-bridson eq. 2.15) and the modified PCG of
+//!   Baraff–Witkin ([`solve_filtered_pcg`], eq. 2.16), the unfiltered [`solve_pcg`] and the
+//!   constraint impulse of §2.7.
+//! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
+//!
+//! Determinism: every loop runs over fixed chunks of rows; a reduction adds its per-chunk
+//! `f64` partials in chunk order. Results are bit-identical for any rayon thread count, and
+//! loops run in the caller's rayon pool (`pool.install`). Nothing here allocates after the
+//! matrix and the [`PcgWorkspace`] exist.
+#![deny(unsafe_code)]
+
+pub mod block_csr;
+pub mod pattern;
+pub mod pcg;
+pub mod precond;
+pub mod reduce;
+
+pub use block_csr::BlockCsr;
+pub use pattern::{BlockPattern, BlockSlot};
+pub use pcg::{
+    Filter, PcgReport, PcgSettings, PcgWorkspace, constraint_impulse, solve_filtered_pcg, solve_pcg,
+};
+pub use precond::BlockJacobi;

@@ -1,0 +1,206 @@
+//! Internal dynamics: one file per energy or constraint family.
+//!
+//! Every family is a per-element kernel evaluated in `f64`: given the positions (and velocities) of the
+//! few vertices an element touches, it returns the element's energy, forces and 3x3 Jacobian blocks. The
+//! integrator scatters those blocks into the global system through precomputed block slots; nothing here
+//! allocates, and nothing here knows about meshes beyond its element's vertices.
+//!
+//! - [`baraff_witkin`]: Baraff–Witkin 1998 stretch, shear and bend conditions with their damping
+//!   (METHODS-bw-bridson §2.1–2.5), including the definiteness treatment the implicit solver needs.
+//! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (METHODS-bw-bridson §2.3, §4.3),
+//!   shared by the Baraff–Witkin bend condition and discrete-shell bending.
+#![deny(unsafe_code)]
+
+pub mod baraff_witkin;
+pub mod dihedral;
+
+/// Helpers shared by the unit tests of the element kernels: a seeded generator, a robust closeness
+/// check and a symmetric eigenvalue check.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use glam::{DMat3, DVec3};
+
+    /// SplitMix64: a tiny, seeded, reproducible generator (no `rand` dependency needed).
+    pub(crate) struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        pub(crate) fn new(seed: u64) -> Self {
+            Self(seed)
+        }
+
+        pub(crate) fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in [lo, hi).
+        pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+            let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            lo + (hi - lo) * unit
+        }
+
+        /// Each component uniform in [-r, r).
+        pub(crate) fn vec3(&mut self, r: f64) -> DVec3 {
+            DVec3::new(
+                self.uniform(-r, r),
+                self.uniform(-r, r),
+                self.uniform(-r, r),
+            )
+        }
+
+        /// A random rotation (normalised quaternion from a 4D box, rejection-sampled in the ball).
+        pub(crate) fn rotation(&mut self) -> DMat3 {
+            loop {
+                let q = glam::DQuat::from_xyzw(
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                    self.uniform(-1.0, 1.0),
+                );
+                let len2 = q.length_squared();
+                if len2 > 0.01 && len2 <= 1.0 {
+                    return DMat3::from_quat(q.normalize());
+                }
+            }
+        }
+    }
+
+    /// `|a - b| <= tol * max(|a|, |b|, scale)`: relative where the values are large, absolute (against
+    /// the typical magnitude `scale` of the whole quantity) where they are near zero.
+    pub(crate) fn close(a: f64, b: f64, scale: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * a.abs().max(b.abs()).max(scale)
+    }
+
+    /// Largest absolute component of a block vector.
+    pub(crate) fn max_abs_vec<const N: usize>(g: &[DVec3; N]) -> f64 {
+        g.iter().map(|v| v.abs().max_element()).fold(0.0, f64::max)
+    }
+
+    /// Largest absolute entry of a block matrix.
+    pub(crate) fn max_abs_mat<const N: usize>(m: &[[DMat3; N]; N]) -> f64 {
+        m.iter()
+            .flatten()
+            .map(|b| b.abs().to_cols_array().into_iter().fold(0.0, f64::max))
+            .fold(0.0, f64::max)
+    }
+
+    /// Asserts two block vectors agree component-wise under [`close`] with the scale of the larger one.
+    pub(crate) fn assert_vec_close<const N: usize>(
+        a: &[DVec3; N],
+        b: &[DVec3; N],
+        tol: f64,
+        what: &str,
+    ) {
+        let scale = max_abs_vec(a).max(max_abs_vec(b));
+        for i in 0..N {
+            for c in 0..3 {
+                assert!(
+                    close(a[i][c], b[i][c], scale, tol),
+                    "{what}: vertex {i} comp {c}: {} vs {} (scale {scale})",
+                    a[i][c],
+                    b[i][c]
+                );
+            }
+        }
+    }
+
+    /// Asserts two block matrices agree entry-wise under [`close`] with the scale of the larger one.
+    pub(crate) fn assert_mat_close<const N: usize>(
+        a: &[[DMat3; N]; N],
+        b: &[[DMat3; N]; N],
+        tol: f64,
+        what: &str,
+    ) {
+        let scale = max_abs_mat(a).max(max_abs_mat(b));
+        for i in 0..N {
+            for j in 0..N {
+                for c in 0..3 {
+                    for r in 0..3 {
+                        let (x, y) = (a[i][j].col(c)[r], b[i][j].col(c)[r]);
+                        assert!(
+                            close(x, y, scale, tol),
+                            "{what}: block ({i},{j}) entry ({r},{c}): {x} vs {y} (scale {scale})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Central-difference gradient of a scalar function of `N` points.
+    pub(crate) fn fd_gradient<const N: usize>(
+        f: impl Fn(&[DVec3; N]) -> f64,
+        x: &[DVec3; N],
+        step: f64,
+    ) -> [DVec3; N] {
+        std::array::from_fn(|i| {
+            DVec3::from_array(std::array::from_fn(|c| {
+                let (mut xp, mut xm) = (*x, *x);
+                xp[i][c] += step;
+                xm[i][c] -= step;
+                (f(&xp) - f(&xm)) / (2.0 * step)
+            }))
+        })
+    }
+
+    /// Central-difference Jacobian of a block-vector function: block `[i][j]` column `c` is
+    /// `∂g_i/∂x_{j,c}`.
+    pub(crate) fn fd_jacobian<const N: usize>(
+        g: impl Fn(&[DVec3; N]) -> [DVec3; N],
+        x: &[DVec3; N],
+        step: f64,
+    ) -> [[DMat3; N]; N] {
+        let mut out = [[DMat3::ZERO; N]; N];
+        for j in 0..N {
+            for c in 0..3 {
+                let (mut xp, mut xm) = (*x, *x);
+                xp[j][c] += step;
+                xm[j][c] -= step;
+                let (gp, gm) = (g(&xp), g(&xm));
+                for i in 0..N {
+                    *out[i][j].col_mut(c) = (gp[i] - gm[i]) / (2.0 * step);
+                }
+            }
+        }
+        out
+    }
+
+    /// Expands 3x3 blocks into a dense `3N x 3N` row-major matrix.
+    pub(crate) fn dense<const N: usize>(m: &[[DMat3; N]; N]) -> Vec<Vec<f64>> {
+        let n = 3 * N;
+        let mut out = vec![vec![0.0; n]; n];
+        for (i, row) in m.iter().enumerate() {
+            for (j, block) in row.iter().enumerate() {
+                for c in 0..3 {
+                    for r in 0..3 {
+                        out[3 * i + r][3 * j + c] = block.col(c)[r];
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Eigenvalues (ascending) of the symmetric part of a block matrix, by faer's self-adjoint solver.
+    /// Also asserts the matrix is symmetric to round-off.
+    pub(crate) fn symmetric_eigenvalues<const N: usize>(m: &[[DMat3; N]; N]) -> Vec<f64> {
+        let d = dense(m);
+        let n = d.len();
+        let scale = max_abs_mat(m).max(f64::MIN_POSITIVE);
+        for (r, row) in d.iter().enumerate() {
+            for (c, &value) in row.iter().enumerate() {
+                assert!(
+                    (value - d[c][r]).abs() <= 1e-12 * scale,
+                    "not symmetric at ({r},{c}): {value} vs {}",
+                    d[c][r]
+                );
+            }
+        }
+        let mat = faer::Mat::<f64>::from_fn(n, n, |r, c| 0.5 * (d[r][c] + d[c][r]));
+        mat.self_adjoint_eigenvalues(faer::Side::Lower)
+            .expect("self-adjoint eigen-solver converges on a small symmetric matrix")
+    }
+}

@@ -1,0 +1,188 @@
+//! The substep: the stages of DESIGN.md "The step", in order, and nothing else.
+//!
+//! ```text
+//! substep(h)
+//!   kinematics   pins move to their targets at t + h
+//!   contacts     pins and collider contacts become filters S, changes z, offsets y
+//!   assemble     forces and Jacobians into A, b           (integrate::implicit_euler)
+//!   solve        filtered PCG within the iteration cap and the deadline
+//!   finish       x, v written back; contact release; friction
+//!   control      the substep is undone and retried as two half steps when the
+//!                stretch changed too much (METHODS-bw-bridson §2.11)
+//! ```
+//! Colliders are advanced by the world after every cloth has taken the substep.
+#![deny(unsafe_code)]
+
+use std::time::Instant;
+
+use smallvec::SmallVec;
+
+use crate::integrate::contact::ColliderView;
+use crate::runtime::budget::Deadline;
+use crate::runtime::profile::Stage;
+use crate::runtime::stats::FrameStats;
+use crate::world::{Cloth, WorldSettings};
+
+/// Advances `cloth` by `h` with step control: a rejected substep is retried
+/// as two substeps of h/2, recursively, at most `max_halvings` deep.
+pub fn substep(
+    cloth: &mut Cloth,
+    colliders: &[ColliderView],
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) {
+    substep_controlled(cloth, colliders, settings, h, 0, deadline, stats);
+}
+
+fn substep_controlled(
+    cloth: &mut Cloth,
+    colliders: &[ColliderView],
+    settings: &WorldSettings,
+    h: f32,
+    depth: u32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) {
+    let control = settings.step_control;
+    let may_reject = depth < control.max_halvings && !deadline.passed();
+    if may_reject {
+        cloth.backup.copy_from(&cloth.state);
+        cloth
+            .system
+            .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
+    }
+    advance(cloth, colliders, settings, h, deadline, stats);
+    if !may_reject {
+        return;
+    }
+    cloth
+        .system
+        .stretch_measures(cloth.state.positions(), &mut cloth.measure_after);
+    let change = cloth
+        .measure_before
+        .iter()
+        .zip(&cloth.measure_after)
+        .map(|(b, a)| (a / b - 1.0).abs())
+        .fold(0.0f32, f32::max);
+    if change.is_finite() && change <= control.max_stretch_change {
+        return;
+    }
+    // Rejected: undo (pins too) and take two half steps. Colliders are only
+    // read here, at their pose at the start of the substep; within the halves
+    // they are treated as moving with their velocity from that pose.
+    stats.rejected_substeps += 1;
+    stats.substeps -= 1;
+    cloth.state.copy_from(&cloth.backup);
+    for pin in &mut cloth.pins {
+        pin.target -= cloth.pin_velocity * h;
+    }
+    let half = 0.5 * h;
+    substep_controlled(cloth, colliders, settings, half, depth + 1, deadline, stats);
+    // Colliders at the midpoint: a small inline buffer, so step control does
+    // not allocate for up to 8 colliders.
+    let mid: SmallVec<[ColliderView; 8]> = colliders
+        .iter()
+        .map(|c| ColliderView {
+            pose: c.motion.advance(&c.pose, half),
+            ..*c
+        })
+        .collect();
+    substep_controlled(cloth, &mid, settings, half, depth + 1, deadline, stats);
+}
+
+/// One unconditional substep of length `h`.
+fn advance(
+    cloth: &mut Cloth,
+    colliders: &[ColliderView],
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) {
+    let t = Instant::now();
+    for pin in &mut cloth.pins {
+        pin.target += cloth.pin_velocity * h;
+    }
+    let gravity = settings.gravity;
+    for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
+        *f = *m * gravity;
+    }
+    let t = lap(stats, Stage::Kinematics, t);
+
+    let (x, v, mass) = cloth.state.split_mut();
+    cloth.constraints.build(
+        h,
+        x,
+        v,
+        &cloth.pins,
+        colliders,
+        cloth.thickness,
+        cloth.friction,
+    );
+    for (f, ff) in cloth
+        .external
+        .iter_mut()
+        .zip(cloth.constraints.friction_forces())
+    {
+        *f += *ff;
+    }
+    let t = lap(stats, Stage::Contacts, t);
+
+    let mut pcg = cloth.system.settings().pcg;
+    pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
+    cloth.system.assemble(
+        h,
+        x,
+        v,
+        mass,
+        &cloth.external,
+        cloth.constraints.y(),
+        cloth.air_damping,
+    );
+    let t = lap(stats, Stage::Assemble, t);
+    let mut should_stop = |_iteration: u32| deadline.passed();
+    let report = cloth.system.solve(
+        v,
+        &pcg,
+        cloth.constraints.filters(),
+        cloth.constraints.z(),
+        &mut should_stop,
+    );
+    stats.add_solve(
+        report.iterations,
+        report.relative_residual,
+        report.converged,
+        report.indefinite,
+    );
+    let t = lap(stats, Stage::Solve, t);
+
+    cloth.constraints.resolve_after_solve(
+        cloth.system.constraint_impulses(),
+        v,
+        mass,
+        colliders,
+        cloth.friction,
+    );
+    let y = cloth.constraints.y();
+    for i in 0..x.len() {
+        x[i] += h * v[i] + y[i];
+    }
+    for pin in &cloth.pins {
+        // Exactly on target, whatever the rounding of x0 + h v1.
+        x[pin.vertex as usize] = pin.target;
+    }
+    stats.contacts = cloth.constraints.active_contacts();
+    stats.contacts_released += cloth.constraints.released_contacts();
+    lap(stats, Stage::Finish, t);
+    stats.substeps += 1;
+}
+
+fn lap(stats: &mut FrameStats, stage: Stage, since: Instant) -> Instant {
+    let now = Instant::now();
+    stats
+        .stage_ms
+        .add(stage, now.duration_since(since).as_secs_f64() * 1e3);
+    now
+}

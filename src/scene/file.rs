@@ -1,0 +1,385 @@
+//! The scene file schema: TOML sections parsed into typed structs.
+//!
+//! Every struct denies unknown fields; every default is stated here and in
+//! `samples/README.md`. Units are SI, y is up.
+
+use serde::Deserialize;
+
+/// A whole scene file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SceneFile {
+    /// Scene name (default: the file stem).
+    pub name: Option<String>,
+    /// Frames per second (Hz).
+    #[serde(default = "default_fps")]
+    pub fps: f32,
+    /// Frames to run.
+    #[serde(default = "default_frames")]
+    pub frames: u32,
+    /// Substeps per frame.
+    #[serde(default = "default_substeps")]
+    pub substeps: u32,
+    /// Gravity (m/s²).
+    #[serde(default = "default_gravity")]
+    pub gravity: [f32; 3],
+    /// Solver settings.
+    #[serde(default)]
+    pub solver: SolverSection,
+    /// The frame budget.
+    #[serde(default)]
+    pub budget: BudgetSection,
+    /// Cloths, in order.
+    #[serde(default, rename = "cloth")]
+    pub cloths: Vec<ClothSection>,
+    /// Colliders, in order.
+    #[serde(default, rename = "collider")]
+    pub colliders: Vec<ColliderSection>,
+}
+
+fn default_fps() -> f32 {
+    60.0
+}
+fn default_frames() -> u32 {
+    180
+}
+fn default_substeps() -> u32 {
+    2
+}
+fn default_gravity() -> [f32; 3] {
+    [0.0, -9.81, 0.0]
+}
+
+/// Which cloth model integrates the cloth.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Baraff–Witkin 1998 implicit cloth.
+    #[default]
+    BaraffWitkin,
+}
+
+/// Jacobian treatment.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum JacobianKind {
+    /// Definite (the default; see `model::baraff_witkin`).
+    #[default]
+    Definite,
+    /// Exact (may be indefinite).
+    Exact,
+}
+
+/// `[solver]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SolverSection {
+    /// The cloth model.
+    #[serde(default)]
+    pub model: ModelKind,
+    /// CG iteration cap per solve.
+    #[serde(default = "default_cg_max")]
+    pub cg_max_iterations: u32,
+    /// CG relative tolerance.
+    #[serde(default = "default_cg_tol")]
+    pub cg_tolerance: f64,
+    /// Jacobian treatment.
+    #[serde(default)]
+    pub jacobian: JacobianKind,
+    /// Step control: largest relative stretch change per substep.
+    #[serde(default = "default_stretch_change")]
+    pub max_stretch_change: f32,
+    /// Step control: largest number of halvings (0 disables).
+    #[serde(default = "default_halvings")]
+    pub max_halvings: u32,
+}
+
+impl Default for SolverSection {
+    fn default() -> Self {
+        Self {
+            model: ModelKind::default(),
+            cg_max_iterations: default_cg_max(),
+            cg_tolerance: default_cg_tol(),
+            jacobian: JacobianKind::default(),
+            max_stretch_change: default_stretch_change(),
+            max_halvings: default_halvings(),
+        }
+    }
+}
+
+fn default_cg_max() -> u32 {
+    200
+}
+fn default_cg_tol() -> f64 {
+    1e-3
+}
+fn default_stretch_change() -> f32 {
+    0.1
+}
+fn default_halvings() -> u32 {
+    3
+}
+
+/// `[budget]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSection {
+    /// Wall-clock budget per frame (ms); absent = none.
+    pub frame_ms: Option<f64>,
+}
+
+/// `[[cloth]]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClothSection {
+    /// Name (default `cloth<i>`).
+    pub name: Option<String>,
+    /// A generated grid (exactly one of `grid` and `obj`).
+    pub grid: Option<GridSection>,
+    /// An OBJ file, relative to the scene file.
+    pub obj: Option<String>,
+    /// Placement applied to the mesh.
+    #[serde(default)]
+    pub transform: TransformSection,
+    /// Areal density (kg/m²).
+    #[serde(default = "default_density")]
+    pub density: f32,
+    /// Contact thickness (m).
+    #[serde(default = "default_thickness")]
+    pub thickness: f32,
+    /// Friction coefficient of the cloth surface.
+    #[serde(default = "default_friction")]
+    pub friction: f32,
+    /// Initial velocity (m/s).
+    #[serde(default)]
+    pub velocity: [f32; 3],
+    /// Air damping c (1/s): drag −c m v on every vertex.
+    #[serde(default)]
+    pub air_damping: f32,
+    /// Material.
+    #[serde(default)]
+    pub material: MaterialSection,
+    /// Pins.
+    #[serde(default, rename = "pin")]
+    pub pins: Vec<PinSection>,
+}
+
+fn default_density() -> f32 {
+    0.1
+}
+fn default_thickness() -> f32 {
+    0.004
+}
+fn default_friction() -> f32 {
+    0.3
+}
+
+/// Grid orientation.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GridPlane {
+    /// Horizontal: u = +x, v = −z, normal +y.
+    #[default]
+    Xz,
+    /// Vertical, facing +z: u = +x, v = +y.
+    Xy,
+    /// Vertical, facing +x: u = −z, v = +y.
+    Yz,
+}
+
+/// Diagonal pattern.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DiagonalKind {
+    /// Checkerboard.
+    #[default]
+    Alternating,
+    /// All the same way.
+    Regular,
+}
+
+/// `[cloth.grid]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GridSection {
+    /// Vertex counts along u and v.
+    pub vertices: [u32; 2],
+    /// Extent along u and v (m).
+    #[serde(default = "default_size")]
+    pub size: [f32; 2],
+    /// Centre (m).
+    #[serde(default)]
+    pub centre: [f32; 3],
+    /// Orientation.
+    #[serde(default)]
+    pub plane: GridPlane,
+    /// Diagonal pattern.
+    #[serde(default)]
+    pub diagonals: DiagonalKind,
+    /// Out-of-plane bow amplitude a (m), so that a standing sheet buckles
+    /// (DESIGN.md `pile-N`): each vertex moves along the grid normal by
+    /// a·sin(π t)·(1 + 0.5 sin(3π s)), with t ∈ [0, 1] from the first to the last
+    /// row and s ∈ [−½, ½] across the columns.
+    pub bow: Option<f32>,
+}
+
+fn default_size() -> [f32; 2] {
+    [1.0, 1.0]
+}
+
+/// `[cloth.transform]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TransformSection {
+    /// Translation (m).
+    #[serde(default)]
+    pub translation: [f32; 3],
+    /// Rotation as XYZ Euler angles (degrees).
+    #[serde(default)]
+    pub rotation_deg: [f32; 3],
+    /// Uniform scale.
+    pub scale: Option<f32>,
+}
+
+/// `[cloth.material]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialSection {
+    /// Stretch stiffness along u (warp), N/m.
+    #[serde(default = "default_stretch")]
+    pub stretch_u: f64,
+    /// Stretch stiffness along v (weft), N/m.
+    #[serde(default = "default_stretch")]
+    pub stretch_v: f64,
+    /// Shear stiffness, N/m.
+    #[serde(default = "default_shear")]
+    pub shear: f64,
+    /// Bending stiffness, N·m.
+    #[serde(default = "default_bend")]
+    pub bend: f64,
+    /// Stretch damping time constant (s): k_d = damping · k.
+    #[serde(default = "default_damping")]
+    pub stretch_damping: f64,
+    /// Shear damping time constant (s).
+    #[serde(default = "default_damping")]
+    pub shear_damping: f64,
+    /// Bending damping time constant (s).
+    #[serde(default = "default_damping")]
+    pub bend_damping: f64,
+    /// Rest stretch factors b_u, b_v.
+    #[serde(default = "default_rest_stretch")]
+    pub rest_stretch: [f64; 2],
+    /// Hinge rest angles: "flat" or "initial".
+    #[serde(default)]
+    pub rest_angles: RestAnglesKind,
+}
+
+impl Default for MaterialSection {
+    fn default() -> Self {
+        Self {
+            stretch_u: default_stretch(),
+            stretch_v: default_stretch(),
+            shear: default_shear(),
+            bend: default_bend(),
+            stretch_damping: default_damping(),
+            shear_damping: default_damping(),
+            bend_damping: default_damping(),
+            rest_stretch: default_rest_stretch(),
+            rest_angles: RestAnglesKind::default(),
+        }
+    }
+}
+
+fn default_stretch() -> f64 {
+    1000.0
+}
+fn default_shear() -> f64 {
+    100.0
+}
+fn default_bend() -> f64 {
+    1e-5
+}
+fn default_damping() -> f64 {
+    0.002
+}
+fn default_rest_stretch() -> [f64; 2] {
+    [1.0, 1.0]
+}
+
+/// Hinge rest angles.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RestAnglesKind {
+    /// Flat.
+    #[default]
+    Flat,
+    /// As in the input mesh.
+    Initial,
+}
+
+/// `[[cloth.pin]]`: vertices by index, by grid coordinates or by region.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PinSection {
+    /// Vertex indices.
+    #[serde(default)]
+    pub vertices: Vec<u32>,
+    /// Grid coordinates [i, j] (grid cloths only).
+    #[serde(default)]
+    pub grid: Vec<[u32; 2]>,
+    /// Every vertex inside this axis-aligned box (world coordinates, m).
+    pub region: Option<RegionSection>,
+}
+
+/// An axis-aligned box.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSection {
+    /// Lower corner (m).
+    pub min: [f32; 3],
+    /// Upper corner (m).
+    pub max: [f32; 3],
+}
+
+/// Collider shapes.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeKind {
+    /// Half-space y < 0 in the local frame.
+    Plane,
+    /// Ball.
+    Sphere,
+    /// Capsule along local y.
+    Capsule,
+    /// Box.
+    Box,
+}
+
+/// `[[collider]]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ColliderSection {
+    /// Shape.
+    pub shape: ShapeKind,
+    /// Radius (sphere, capsule), m.
+    pub radius: Option<f32>,
+    /// Half length of the axis (capsule), m.
+    pub half_length: Option<f32>,
+    /// Half extents (box), m.
+    pub half_extents: Option<[f32; 3]>,
+    /// Position of the local origin (m).
+    #[serde(default)]
+    pub position: [f32; 3],
+    /// Orientation as XYZ Euler angles (degrees).
+    #[serde(default)]
+    pub rotation_deg: [f32; 3],
+    /// Friction coefficient.
+    #[serde(default = "default_friction")]
+    pub friction: f32,
+    /// Linear velocity (m/s).
+    #[serde(default)]
+    pub linear_velocity: [f32; 3],
+    /// Angular velocity about the local origin (rad/s).
+    #[serde(default)]
+    pub angular_velocity: [f32; 3],
+}

@@ -1,0 +1,679 @@
+//! Scene files: TOML → a hecs world of scene entities → a simulation [`World`].
+//!
+//! This module is an adapter: the core never names hecs or TOML. Loading goes
+//! in three steps, each with typed errors that name the file, line and key:
+//!
+//! 1. [`parse`]: TOML text → [`file::SceneFile`] (unknown keys and wrong types
+//!    are errors);
+//! 2. [`Scene::from_file`]: meshes are generated or read, pins resolved,
+//!    parameters checked, and every cloth and collider becomes an entity with
+//!    its components (`Name`, `ClothDesc`, `ColliderDesc`, `SpawnOrder`);
+//! 3. [`Scene::instantiate`]: the entities, in spawn order, become a [`World`].
+#![deny(unsafe_code)]
+
+pub mod file;
+
+use std::path::{Path, PathBuf};
+
+use glam::{Affine3A, EulerRot, Quat, Vec2, Vec3};
+
+use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::integrate::implicit_euler::{BwSettings, RestAngles};
+use crate::linalg::PcgSettings;
+use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file};
+use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
+use crate::runtime::budget::Budget;
+use crate::world::{ClothDesc, ClothError, ColliderDesc, StepControl, World, WorldSettings};
+use file::{
+    ClothSection, ColliderSection, DiagonalKind, GridPlane, JacobianKind, SceneFile, ShapeKind,
+};
+
+/// A scene error: what went wrong and where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SceneError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {message}")]
+    Io {
+        /// Path.
+        file: String,
+        /// OS message.
+        message: String,
+    },
+    /// Syntax, an unknown key or a wrong type.
+    #[error("{file}:{line}:{column}: key `{key}`: {message}")]
+    Parse {
+        /// Path.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Dotted key path (e.g. `cloth[0].material.bend`).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value parsed but is out of range or inconsistent.
+    #[error("{file}:{line}: key `{key}`: {message}")]
+    Value {
+        /// Path.
+        file: String,
+        /// 1-based line of the key (0 when unknown).
+        line: usize,
+        /// Dotted key path.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A referenced mesh is invalid.
+    #[error("{file}: key `{key}`: {source}")]
+    Mesh {
+        /// The scene file.
+        file: String,
+        /// Dotted key path of the cloth.
+        key: String,
+        /// The mesh error (names the OBJ file and line, or the face).
+        source: MeshError,
+    },
+    /// A cloth could not be created.
+    #[error("{file}: key `{key}`: {source}")]
+    Cloth {
+        /// The scene file.
+        file: String,
+        /// Dotted key path of the cloth.
+        key: String,
+        /// Why.
+        source: ClothError,
+    },
+}
+
+/// The entity's place in the scene file (cloths and colliders are created in
+/// this order, so the world, and its state hash, never depend on hecs's
+/// storage order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SpawnOrder(pub u32);
+
+/// A loaded scene: run settings and the scene entities.
+pub struct Scene {
+    /// Scene name.
+    pub name: String,
+    /// Frames per second (Hz).
+    pub fps: f32,
+    /// Frames to run.
+    pub frames: u32,
+    /// World settings.
+    pub settings: WorldSettings,
+    /// Scene entities: cloths (`ClothDesc`) and colliders (`ColliderDesc`),
+    /// each with a `SpawnOrder`.
+    pub entities: hecs::World,
+    /// The scene file.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for Scene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scene")
+            .field("name", &self.name)
+            .field("fps", &self.fps)
+            .field("frames", &self.frames)
+            .field("entities", &self.entities.len())
+            .finish()
+    }
+}
+
+/// Reads and loads a scene file.
+pub fn load(path: &Path) -> Result<Scene, SceneError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SceneError::Io {
+        file: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Scene::from_toml(&text, path)
+}
+
+/// Parses scene TOML (`path` names the file in errors).
+pub fn parse(text: &str, path: &Path) -> Result<SceneFile, SceneError> {
+    let file = path.display().to_string();
+    let de =
+        toml::Deserializer::parse(text).map_err(|e| toml_error(&file, text, e, String::new()))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        toml_error(&file, text, e.into_inner(), key)
+    })
+}
+
+fn toml_error(file: &str, text: &str, e: toml::de::Error, key: String) -> SceneError {
+    let (line, column) = e.span().map_or((0, 0), |s| line_column(text, s.start));
+    let key = if key.is_empty() || key == "." {
+        key_at(text, e.span().map_or(0, |s| s.start)).unwrap_or_else(|| "<root>".into())
+    } else {
+        key
+    };
+    SceneError::Parse {
+        file: file.to_string(),
+        line,
+        column,
+        key,
+        message: e.message().to_string(),
+    }
+}
+
+/// 1-based line and column of byte offset `at`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(at, |p| at - p - 1) + 1;
+    (line, column)
+}
+
+/// The bare key written at byte offset `at` (for errors whose path is empty).
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let rest = text.get(at..)?;
+    let key: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    (!key.is_empty()).then_some(key)
+}
+
+/// 1-based line where `key = ` (or `[key]`) first appears at or after the
+/// `nth` occurrence of the section header `section`; 0 when not found. Used
+/// to point value errors at their line.
+fn find_key_line(text: &str, section: &str, nth: usize, key: &str) -> usize {
+    let mut seen = 0usize;
+    let mut in_section = section.is_empty();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            let header = line.trim_matches(|c| c == '[' || c == ']').trim();
+            if header == section {
+                in_section = seen == nth;
+                seen += 1;
+            } else if in_section && !header.starts_with(&format!("{section}.")) {
+                in_section = false;
+            }
+            if in_section && header.ends_with(key) && !key.is_empty() {
+                return i + 1;
+            }
+            continue;
+        }
+        if in_section {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim() == key {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    0
+}
+
+impl Scene {
+    /// Parses and loads scene text; relative paths resolve against `path`'s folder.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Scene, SceneError> {
+        let parsed = parse(text, path)?;
+        Scene::from_file(&parsed, text, path)
+    }
+
+    /// Builds the scene entities from a parsed file.
+    pub fn from_file(sf: &SceneFile, text: &str, path: &Path) -> Result<Scene, SceneError> {
+        let file = path.display().to_string();
+        let value_err = |section: &str, nth: usize, key: &str, dotted: String, message: String| {
+            SceneError::Value {
+                file: file.clone(),
+                line: find_key_line(text, section, nth, key),
+                key: dotted,
+                message,
+            }
+        };
+        if !(sf.fps.is_finite() && sf.fps > 0.0) {
+            return Err(value_err(
+                "",
+                0,
+                "fps",
+                "fps".into(),
+                format!("must be positive, got {}", sf.fps),
+            ));
+        }
+        if sf.substeps == 0 || sf.substeps > 1000 {
+            return Err(value_err(
+                "",
+                0,
+                "substeps",
+                "substeps".into(),
+                format!("must be in 1..=1000, got {}", sf.substeps),
+            ));
+        }
+        if !sf.gravity.iter().all(|g| g.is_finite()) {
+            return Err(value_err(
+                "",
+                0,
+                "gravity",
+                "gravity".into(),
+                "must be finite".into(),
+            ));
+        }
+        let s = &sf.solver;
+        if s.cg_max_iterations == 0 {
+            return Err(value_err(
+                "solver",
+                0,
+                "cg_max_iterations",
+                "solver.cg_max_iterations".into(),
+                "must be at least 1".into(),
+            ));
+        }
+        if !(s.cg_tolerance.is_finite() && s.cg_tolerance > 0.0 && s.cg_tolerance < 1.0) {
+            return Err(value_err(
+                "solver",
+                0,
+                "cg_tolerance",
+                "solver.cg_tolerance".into(),
+                format!("must be in (0, 1), got {}", s.cg_tolerance),
+            ));
+        }
+        if !(s.max_stretch_change.is_finite() && s.max_stretch_change > 0.0) {
+            return Err(value_err(
+                "solver",
+                0,
+                "max_stretch_change",
+                "solver.max_stretch_change".into(),
+                "must be positive".into(),
+            ));
+        }
+        if let Some(ms) = sf.budget.frame_ms {
+            if !(ms.is_finite() && ms > 0.0) {
+                return Err(value_err(
+                    "budget",
+                    0,
+                    "frame_ms",
+                    "budget.frame_ms".into(),
+                    format!("must be positive, got {ms}"),
+                ));
+            }
+        }
+        let settings = WorldSettings {
+            gravity: Vec3::from_array(sf.gravity),
+            substeps: sf.substeps,
+            budget: Budget {
+                frame_ms: sf.budget.frame_ms,
+                cg_max_iterations: s.cg_max_iterations,
+                ..Budget::default()
+            },
+            step_control: StepControl {
+                max_stretch_change: s.max_stretch_change,
+                max_halvings: s.max_halvings,
+            },
+            energy_stats: false,
+        };
+        let mut entities = hecs::World::new();
+        let mut order = 0u32;
+        let base = path.parent().unwrap_or_else(|| Path::new("."));
+        for (ci, c) in sf.cloths.iter().enumerate() {
+            let desc = cloth_desc(c, ci, sf, base, &file, text)?;
+            entities.spawn((SpawnOrder(order), desc));
+            order += 1;
+        }
+        for (ki, k) in sf.colliders.iter().enumerate() {
+            let desc = collider_desc(k).map_err(|(key, message)| {
+                value_err(
+                    "collider",
+                    ki,
+                    key,
+                    format!("collider[{ki}].{key}"),
+                    message,
+                )
+            })?;
+            entities.spawn((SpawnOrder(order), desc));
+            order += 1;
+        }
+        let name = sf.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .map_or_else(|| "scene".to_string(), |s| s.to_string_lossy().into_owned())
+        });
+        Ok(Scene {
+            name,
+            fps: sf.fps,
+            frames: sf.frames,
+            settings,
+            entities,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Frame length 1/fps (s).
+    #[must_use]
+    pub fn dt(&self) -> f32 {
+        1.0 / self.fps
+    }
+
+    /// Creates the simulation world: cloths then colliders, in file order.
+    pub fn instantiate(&self) -> Result<World, SceneError> {
+        let mut world = World::new(self.settings);
+        let mut cloths: Vec<(SpawnOrder, ClothDesc)> = self
+            .entities
+            .query::<(&SpawnOrder, &ClothDesc)>()
+            .iter()
+            .map(|(o, d)| (*o, d.clone()))
+            .collect();
+        cloths.sort_by_key(|(o, _)| *o);
+        for (i, (_, desc)) in cloths.into_iter().enumerate() {
+            world.add_cloth(desc).map_err(|source| SceneError::Cloth {
+                file: self.path.display().to_string(),
+                key: format!("cloth[{i}]"),
+                source,
+            })?;
+        }
+        let mut colliders: Vec<(SpawnOrder, ColliderDesc)> = self
+            .entities
+            .query::<(&SpawnOrder, &ColliderDesc)>()
+            .iter()
+            .map(|(o, d)| (*o, *d))
+            .collect();
+        colliders.sort_by_key(|(o, _)| *o);
+        for (_, desc) in colliders {
+            world.add_collider(desc);
+        }
+        Ok(world)
+    }
+}
+
+fn rotation_from_degrees(r: [f32; 3]) -> Quat {
+    Quat::from_euler(
+        EulerRot::XYZ,
+        r[0].to_radians(),
+        r[1].to_radians(),
+        r[2].to_radians(),
+    )
+}
+
+fn cloth_desc(
+    c: &ClothSection,
+    ci: usize,
+    sf: &SceneFile,
+    base: &Path,
+    file: &str,
+    text: &str,
+) -> Result<ClothDesc, SceneError> {
+    let key = |k: &str| format!("cloth[{ci}].{k}");
+    let verr = |section: &str, k: &str, message: String| SceneError::Value {
+        file: file.to_string(),
+        line: find_key_line(text, section, ci, k),
+        key: match section.strip_prefix("cloth.") {
+            Some(sub) => key(&format!("{sub}.{k}")),
+            None => key(k),
+        },
+        message,
+    };
+    let mesh_err = |source: MeshError| SceneError::Mesh {
+        file: file.to_string(),
+        key: format!("cloth[{ci}]"),
+        source,
+    };
+    let mut mesh = match (&c.grid, &c.obj) {
+        (Some(g), None) => {
+            let (u_axis, v_axis) = match g.plane {
+                GridPlane::Xz => (Vec3::X, Vec3::NEG_Z),
+                GridPlane::Xy => (Vec3::X, Vec3::Y),
+                GridPlane::Yz => (Vec3::NEG_Z, Vec3::Y),
+            };
+            let spec = GridSpec {
+                nx: g.vertices[0],
+                ny: g.vertices[1],
+                size: Vec2::from_array(g.size),
+                centre: Vec3::from_array(g.centre),
+                u_axis,
+                v_axis,
+                diagonals: match g.diagonals {
+                    DiagonalKind::Alternating => Diagonals::Alternating,
+                    DiagonalKind::Regular => Diagonals::Regular,
+                },
+            };
+            let mut mesh = grid(&spec).map_err(|e| match e {
+                MeshError::InvalidParameter { name, message } => verr("cloth.grid", name, message),
+                other => mesh_err(other),
+            })?;
+            if let Some(a) = g.bow {
+                if !a.is_finite() {
+                    return Err(verr("cloth.grid", "bow", "must be finite".into()));
+                }
+                let normal = u_axis.cross(v_axis);
+                let (nx, ny) = (g.vertices[0] as usize, g.vertices[1] as usize);
+                for j in 0..ny {
+                    for i in 0..nx {
+                        let t = j as f32 / (ny - 1) as f32;
+                        let s = i as f32 / (nx - 1) as f32 - 0.5;
+                        let d = a
+                            * (std::f32::consts::PI * t).sin()
+                            * (1.0 + 0.5 * (3.0 * std::f32::consts::PI * s).sin());
+                        mesh.positions[j * nx + i] += d * normal;
+                    }
+                }
+            }
+            mesh
+        }
+        (None, Some(obj)) => {
+            let p = base.join(obj);
+            read_obj_file(&p).map_err(mesh_err)?
+        }
+        _ => {
+            return Err(SceneError::Value {
+                file: file.to_string(),
+                line: find_key_line(text, "cloth", ci, "cloth"),
+                key: format!("cloth[{ci}]"),
+                message: "give exactly one of `grid` and `obj`".into(),
+            });
+        }
+    };
+    let t = &c.transform;
+    let scale = t.scale.unwrap_or(1.0);
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(verr(
+            "cloth.transform",
+            "scale",
+            format!("must be positive, got {scale}"),
+        ));
+    }
+    if !t
+        .translation
+        .iter()
+        .chain(&t.rotation_deg)
+        .all(|v| v.is_finite())
+    {
+        return Err(verr(
+            "cloth.transform",
+            "translation",
+            "must be finite".into(),
+        ));
+    }
+    let affine = Affine3A::from_scale_rotation_translation(
+        Vec3::splat(scale),
+        rotation_from_degrees(t.rotation_deg),
+        Vec3::from_array(t.translation),
+    );
+    if affine != Affine3A::IDENTITY {
+        mesh.transform(affine);
+        if let Some(uvs) = &mut mesh.corner_uvs {
+            for tri in uvs.iter_mut() {
+                for uv in tri.iter_mut() {
+                    *uv *= scale;
+                }
+            }
+        }
+    }
+    let m = &c.material;
+    for (k, v) in [
+        ("stretch_u", m.stretch_u),
+        ("stretch_v", m.stretch_v),
+        ("shear", m.shear),
+        ("bend", m.bend),
+        ("stretch_damping", m.stretch_damping),
+        ("shear_damping", m.shear_damping),
+        ("bend_damping", m.bend_damping),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(verr(
+                "cloth.material",
+                k,
+                format!("must be non-negative and finite, got {v}"),
+            ));
+        }
+    }
+    if !m.rest_stretch.iter().all(|b| b.is_finite() && *b > 0.0) {
+        return Err(verr(
+            "cloth.material",
+            "rest_stretch",
+            "must be positive".into(),
+        ));
+    }
+    let n = mesh.num_vertices() as u32;
+    let mut pins = Vec::new();
+    for (pk, p) in c.pins.iter().enumerate() {
+        let perr = |k: &str, message: String| SceneError::Value {
+            file: file.to_string(),
+            line: find_key_line(text, "cloth.pin", pk, k),
+            key: key(&format!("pin[{pk}].{k}")),
+            message,
+        };
+        for &v in &p.vertices {
+            if v >= n {
+                return Err(perr(
+                    "vertices",
+                    format!("vertex {v} out of range (the cloth has {n} vertices)"),
+                ));
+            }
+            pins.push(v);
+        }
+        if !p.grid.is_empty() {
+            let Some(g) = &c.grid else {
+                return Err(perr("grid", "grid coordinates need a grid cloth".into()));
+            };
+            for &[i, j] in &p.grid {
+                if i >= g.vertices[0] || j >= g.vertices[1] {
+                    return Err(perr(
+                        "grid",
+                        format!(
+                            "[{i}, {j}] outside the {}x{} grid",
+                            g.vertices[0], g.vertices[1]
+                        ),
+                    ));
+                }
+                pins.push(j * g.vertices[0] + i);
+            }
+        }
+        if let Some(r) = &p.region {
+            let (lo, hi) = (Vec3::from_array(r.min), Vec3::from_array(r.max));
+            let before = pins.len();
+            pins.extend(
+                mesh.positions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| x.cmpge(lo).all() && x.cmple(hi).all())
+                    .map(|(i, _)| i as u32),
+            );
+            if pins.len() == before {
+                return Err(perr("region", "the region holds no vertex".into()));
+            }
+        }
+    }
+    pins.sort_unstable();
+    pins.dedup();
+    let model = BwSettings {
+        membrane: MembraneParams {
+            stretch_u: m.stretch_u,
+            stretch_v: m.stretch_v,
+            shear: m.shear,
+            rest_stretch_u: m.rest_stretch[0],
+            rest_stretch_v: m.rest_stretch[1],
+            stretch_damping: m.stretch_damping,
+            shear_damping: m.shear_damping,
+        },
+        bend: BendParams {
+            stiffness: m.bend,
+            damping: m.bend_damping,
+        },
+        rest_angles: match m.rest_angles {
+            file::RestAnglesKind::Flat => RestAngles::Flat,
+            file::RestAnglesKind::Initial => RestAngles::Initial,
+        },
+        jacobian: match sf.solver.jacobian {
+            JacobianKind::Definite => JacobianMode::Definite,
+            JacobianKind::Exact => JacobianMode::Exact,
+        },
+        pcg: PcgSettings {
+            max_iterations: sf.solver.cg_max_iterations,
+            tolerance: sf.solver.cg_tolerance,
+        },
+    };
+    Ok(ClothDesc {
+        name: c.name.clone().unwrap_or_else(|| format!("cloth{ci}")),
+        mesh,
+        density: c.density,
+        thickness: c.thickness,
+        friction: c.friction,
+        air_damping: c.air_damping,
+        model,
+        pins,
+        pin_velocity: Vec3::ZERO,
+        initial_velocity: Vec3::from_array(c.velocity),
+    })
+}
+
+fn collider_desc(k: &ColliderSection) -> Result<ColliderDesc, (&'static str, String)> {
+    let positive = |key: &'static str, v: Option<f32>| -> Result<f32, (&'static str, String)> {
+        match v {
+            Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+            Some(x) => Err((key, format!("must be positive, got {x}"))),
+            None => Err((key, format!("required for shape {:?}", k.shape))),
+        }
+    };
+    let shape = match k.shape {
+        ShapeKind::Plane => Shape::Plane,
+        ShapeKind::Sphere => Shape::Sphere {
+            radius: positive("radius", k.radius)?,
+        },
+        ShapeKind::Capsule => Shape::Capsule {
+            radius: positive("radius", k.radius)?,
+            half_length: positive("half_length", k.half_length)?,
+        },
+        ShapeKind::Box => {
+            let h = k
+                .half_extents
+                .ok_or(("half_extents", "required for shape Box".to_string()))?;
+            if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
+                return Err(("half_extents", "must be positive".into()));
+            }
+            Shape::Cuboid {
+                half_extents: Vec3::from_array(h),
+            }
+        }
+    };
+    for (key, v) in [
+        ("position", k.position),
+        ("rotation_deg", k.rotation_deg),
+        ("linear_velocity", k.linear_velocity),
+        ("angular_velocity", k.angular_velocity),
+    ] {
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err((key, "must be finite".into()));
+        }
+    }
+    if !(k.friction.is_finite() && k.friction >= 0.0) {
+        return Err((
+            "friction",
+            format!("must be non-negative, got {}", k.friction),
+        ));
+    }
+    Ok(ColliderDesc {
+        shape,
+        pose: Pose {
+            translation: Vec3::from_array(k.position),
+            rotation: rotation_from_degrees(k.rotation_deg),
+        },
+        motion: Motion {
+            linear_velocity: Vec3::from_array(k.linear_velocity),
+            angular_velocity: Vec3::from_array(k.angular_velocity),
+        },
+        friction: k.friction,
+    })
+}

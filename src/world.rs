@@ -1,0 +1,525 @@
+//! The simulation world: cloths, colliders, settings, and the frame entry point.
+//!
+//! A [`World`] owns everything a frame touches. Cloths are created from a
+//! [`ClothDesc`] (validated, then every buffer a step needs is sized once);
+//! colliders from a [`ColliderDesc`]. [`World::step`] advances one frame by
+//! running the substep pipeline of [`crate::pipeline`] over every cloth.
+#![deny(unsafe_code)]
+
+use std::sync::Arc;
+
+use glam::{Vec2, Vec3};
+
+use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
+use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
+use crate::mesh::{MeshError, Topology, TriMesh};
+use crate::pipeline;
+use crate::runtime::budget::{Budget, Clock, Deadline, SystemClock};
+use crate::runtime::stats::FrameStats;
+use crate::state::{ClothState, StateHasher, lumped_masses};
+
+/// World-wide settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldSettings {
+    /// Gravity (m/s²).
+    pub gravity: Vec3,
+    /// Substeps per frame.
+    pub substeps: u32,
+    /// The frame budget.
+    pub budget: Budget,
+    /// Adaptive step control.
+    pub step_control: StepControl,
+    /// Compute the total energy into the frame stats (one extra element pass).
+    pub energy_stats: bool,
+}
+
+impl Default for WorldSettings {
+    fn default() -> Self {
+        Self {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            substeps: 2,
+            budget: Budget::default(),
+            step_control: StepControl::default(),
+            energy_stats: false,
+        }
+    }
+}
+
+/// Step rejection (METHODS-bw-bridson §2.11): a substep whose per-triangle
+/// stretch changes by more than `max_stretch_change` (relative) is undone and
+/// retried as two half steps, at most `max_halvings` times deep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepControl {
+    /// Largest accepted relative change of max(|w_u|, |w_v|) in one substep.
+    pub max_stretch_change: f32,
+    /// Largest number of successive halvings (0 disables step control).
+    pub max_halvings: u32,
+}
+
+impl Default for StepControl {
+    fn default() -> Self {
+        Self {
+            max_stretch_change: 0.1,
+            max_halvings: 3,
+        }
+    }
+}
+
+/// Everything needed to create a cloth.
+#[derive(Clone, Debug)]
+pub struct ClothDesc {
+    /// Name used in outputs.
+    pub name: String,
+    /// The mesh (positions are the initial state).
+    pub mesh: TriMesh,
+    /// Areal density ρ (kg/m²).
+    pub density: f32,
+    /// Thickness η: contact offset from colliders (m).
+    pub thickness: f32,
+    /// Coulomb friction coefficient of the cloth's surface.
+    pub friction: f32,
+    /// Air damping c (1/s): a drag force −c m v on every vertex.
+    pub air_damping: f32,
+    /// The Baraff–Witkin material and solver settings.
+    pub model: BwSettings,
+    /// Pinned vertices.
+    pub pins: Vec<u32>,
+    /// Velocity of every pin (m/s): pins move rigidly with it.
+    pub pin_velocity: Vec3,
+    /// Initial velocity of every vertex (m/s).
+    pub initial_velocity: Vec3,
+}
+
+/// Why a cloth could not be created.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClothError {
+    /// The mesh is invalid.
+    #[error(transparent)]
+    Mesh(#[from] MeshError),
+    /// The rest state is degenerate.
+    #[error(transparent)]
+    Rest(#[from] BwBuildError),
+    /// A parameter is out of range.
+    #[error("cloth parameter `{name}`: {message}")]
+    Parameter {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// A vertex belongs to no triangle, so it has no mass.
+    #[error("vertex {vertex} belongs to no triangle")]
+    IsolatedVertex {
+        /// The vertex.
+        vertex: u32,
+    },
+}
+
+/// A simulation failure: a lost invariant.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    /// A position or velocity became NaN or infinite.
+    #[error("cloth {cloth} ({name}): non-finite state after frame {frame}")]
+    NonFinite {
+        /// Cloth index.
+        cloth: usize,
+        /// Cloth name.
+        name: String,
+        /// Frame number.
+        frame: u64,
+    },
+    /// The frame length is not a positive finite number.
+    #[error("frame time step must be positive and finite, got {dt}")]
+    BadTimeStep {
+        /// The rejected dt.
+        dt: f32,
+    },
+}
+
+/// A collider to create.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColliderDesc {
+    /// Shape in its local frame.
+    pub shape: Shape,
+    /// Initial pose.
+    pub pose: Pose,
+    /// Prescribed rigid motion.
+    pub motion: Motion,
+    /// Coulomb friction coefficient.
+    pub friction: f32,
+}
+
+/// A collider in the world.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Collider {
+    desc: ColliderDesc,
+    pose: Pose,
+}
+
+impl Collider {
+    /// Current pose.
+    #[must_use]
+    pub fn pose(&self) -> Pose {
+        self.pose
+    }
+
+    /// Shape, motion and friction.
+    #[must_use]
+    pub fn desc(&self) -> &ColliderDesc {
+        &self.desc
+    }
+
+    pub(crate) fn view(&self) -> ColliderView {
+        ColliderView {
+            shape: self.desc.shape,
+            pose: self.pose,
+            motion: self.desc.motion,
+            friction: self.desc.friction,
+        }
+    }
+
+    pub(crate) fn advance(&mut self, dt: f32) {
+        self.pose = self.desc.motion.advance(&self.pose, dt);
+    }
+}
+
+/// One cloth: its state, rest data and every scratch buffer its step needs.
+#[derive(Debug)]
+pub struct Cloth {
+    pub(crate) name: String,
+    pub(crate) triangles: Vec<[u32; 3]>,
+    pub(crate) edges: Vec<[u32; 2]>,
+    pub(crate) rest_lengths: Vec<f32>,
+    pub(crate) state: ClothState,
+    pub(crate) backup: ClothState,
+    pub(crate) system: ImplicitEuler,
+    pub(crate) constraints: Constraints,
+    pub(crate) pins: Vec<PinTarget>,
+    pub(crate) pin_velocity: Vec3,
+    pub(crate) external: Vec<Vec3>,
+    pub(crate) measure_before: Vec<f32>,
+    pub(crate) measure_after: Vec<f32>,
+    pub(crate) thickness: f32,
+    pub(crate) friction: f32,
+    pub(crate) air_damping: f32,
+}
+
+impl Cloth {
+    /// Validates `desc` and builds the cloth with every buffer sized.
+    pub fn new(desc: ClothDesc) -> Result<Self, ClothError> {
+        let mesh = desc.mesh;
+        mesh.validate()?;
+        let topology = Topology::build(&mesh)?;
+        check_positive("density", desc.density)?;
+        check_non_negative("thickness", desc.thickness)?;
+        check_non_negative("friction", desc.friction)?;
+        check_non_negative("air_damping", desc.air_damping)?;
+        if !desc.pin_velocity.is_finite() || !desc.initial_velocity.is_finite() {
+            return Err(ClothError::Parameter {
+                name: "velocity",
+                message: "pin and initial velocities must be finite".into(),
+            });
+        }
+        let n = mesh.num_vertices();
+        if let Some(v) = (0..n).find(|&v| topology.vertex_triangles(v).is_empty()) {
+            return Err(ClothError::IsolatedVertex { vertex: v as u32 });
+        }
+        let system = ImplicitEuler::new(&mesh, &topology, desc.model)?;
+        let areas: Vec<f64> = system.triangle_rest().iter().map(|r| r.area).collect();
+        let mass = lumped_masses(n, &mesh.triangles, &areas, f64::from(desc.density));
+        let mut state = ClothState::new(mesh.positions.clone(), mass);
+        state.velocities_mut().fill(desc.initial_velocity);
+        let mut pins = Vec::with_capacity(desc.pins.len());
+        for &p in &desc.pins {
+            if p as usize >= n {
+                return Err(ClothError::Parameter {
+                    name: "pins",
+                    message: format!("pinned vertex {p} out of range (the cloth has {n} vertices)"),
+                });
+            }
+            if state.is_pinned(p as usize) {
+                continue;
+            }
+            state.set_pinned(p as usize, true);
+            state.velocities_mut()[p as usize] = desc.pin_velocity;
+            pins.push(PinTarget {
+                vertex: p,
+                target: mesh.positions[p as usize],
+            });
+        }
+        let edges = topology.edges().to_vec();
+        let rest_lengths = rest_edge_lengths(&mesh, &topology);
+        let ntri = mesh.num_triangles();
+        Ok(Self {
+            name: desc.name,
+            triangles: mesh.triangles,
+            edges,
+            rest_lengths,
+            backup: state.clone(),
+            state,
+            system,
+            constraints: Constraints::new(n),
+            pins,
+            pin_velocity: desc.pin_velocity,
+            external: vec![Vec3::ZERO; n],
+            measure_before: vec![0.0; ntri],
+            measure_after: vec![0.0; ntri],
+            thickness: desc.thickness,
+            friction: desc.friction,
+            air_damping: desc.air_damping,
+        })
+    }
+
+    /// Name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The state.
+    #[must_use]
+    pub fn state(&self) -> &ClothState {
+        &self.state
+    }
+
+    /// Triangles (vertex indices) of the simulated and rendered mesh.
+    #[must_use]
+    pub fn triangles(&self) -> &[[u32; 3]] {
+        &self.triangles
+    }
+
+    /// Unique edges and their rest lengths (m).
+    #[must_use]
+    pub fn edges(&self) -> (&[[u32; 2]], &[f32]) {
+        (&self.edges, &self.rest_lengths)
+    }
+
+    /// The Baraff–Witkin system (rest data, settings).
+    #[must_use]
+    pub fn system(&self) -> &ImplicitEuler {
+        &self.system
+    }
+
+    /// Pinned vertices and their current targets.
+    #[must_use]
+    pub fn pins(&self) -> &[PinTarget] {
+        &self.pins
+    }
+
+    /// Largest edge strain |l / l0 − 1| now.
+    #[must_use]
+    pub fn max_strain(&self) -> f32 {
+        let x = self.state.positions();
+        self.edges
+            .iter()
+            .zip(&self.rest_lengths)
+            .map(|(e, l0)| ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs())
+            .fold(0.0, f32::max)
+    }
+
+    /// Kinetic + gravitational + elastic energy (J); air drag and damping
+    /// only ever remove it.
+    #[must_use]
+    pub fn total_energy(&self, gravity: Vec3) -> f64 {
+        let x = self.state.positions();
+        let potential: f64 = x
+            .iter()
+            .zip(self.state.masses())
+            .map(|(p, m)| -f64::from(*m) * f64::from(gravity.dot(*p)))
+            .sum();
+        self.state.kinetic_energy() + potential + self.system.elastic_energy(x)
+    }
+}
+
+/// Rest lengths from the material coordinates when present (the first
+/// triangle holding the edge), else from the initial positions.
+fn rest_edge_lengths(mesh: &TriMesh, topology: &Topology) -> Vec<f32> {
+    topology
+        .edges()
+        .iter()
+        .enumerate()
+        .map(|(e, &[a, b])| {
+            if let Some(uvs) = &mesh.corner_uvs {
+                let t = topology.edge_triangles(e)[0] as usize;
+                let tri = mesh.triangles[t];
+                let uv_of = |v: u32| -> Vec2 {
+                    let k = tri
+                        .iter()
+                        .position(|&c| c == v)
+                        .expect("edge vertex is a corner of its triangle");
+                    uvs[t][k]
+                };
+                (uv_of(a) - uv_of(b)).length()
+            } else {
+                (mesh.positions[a as usize] - mesh.positions[b as usize]).length()
+            }
+        })
+        .collect()
+}
+
+fn check_positive(name: &'static str, v: f32) -> Result<(), ClothError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ClothError::Parameter {
+            name,
+            message: format!("must be positive and finite, got {v}"),
+        })
+    }
+}
+
+fn check_non_negative(name: &'static str, v: f32) -> Result<(), ClothError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ClothError::Parameter {
+            name,
+            message: format!("must be non-negative and finite, got {v}"),
+        })
+    }
+}
+
+/// The world: cloths, colliders, settings and time.
+#[derive(Debug)]
+pub struct World {
+    pub(crate) settings: WorldSettings,
+    pub(crate) cloths: Vec<Cloth>,
+    pub(crate) colliders: Vec<Collider>,
+    pub(crate) collider_views: Vec<ColliderView>,
+    clock: Arc<dyn Clock>,
+    time: f64,
+    frame: u64,
+}
+
+impl World {
+    /// An empty world.
+    #[must_use]
+    pub fn new(settings: WorldSettings) -> Self {
+        Self {
+            settings,
+            cloths: Vec::new(),
+            colliders: Vec::new(),
+            collider_views: Vec::new(),
+            clock: Arc::new(SystemClock::new()),
+            time: 0.0,
+            frame: 0,
+        }
+    }
+
+    /// Replaces the clock that measures the frame deadline (tests inject one).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// Settings.
+    #[must_use]
+    pub fn settings(&self) -> &WorldSettings {
+        &self.settings
+    }
+
+    /// Mutable settings (take effect at the next frame).
+    pub fn settings_mut(&mut self) -> &mut WorldSettings {
+        &mut self.settings
+    }
+
+    /// Adds a cloth; returns its index.
+    pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<usize, ClothError> {
+        let cloth = Cloth::new(desc)?;
+        self.cloths.push(cloth);
+        Ok(self.cloths.len() - 1)
+    }
+
+    /// Adds a collider; returns its index.
+    pub fn add_collider(&mut self, desc: ColliderDesc) -> usize {
+        self.colliders.push(Collider {
+            desc,
+            pose: desc.pose,
+        });
+        self.collider_views = Vec::with_capacity(self.colliders.len());
+        self.colliders.len() - 1
+    }
+
+    /// The cloths.
+    #[must_use]
+    pub fn cloths(&self) -> &[Cloth] {
+        &self.cloths
+    }
+
+    /// The colliders.
+    #[must_use]
+    pub fn colliders(&self) -> &[Collider] {
+        &self.colliders
+    }
+
+    /// Simulated time (s).
+    #[must_use]
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Frames stepped so far.
+    #[must_use]
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Hash of every cloth's positions and velocities, in cloth order.
+    #[must_use]
+    pub fn state_hash(&self) -> u64 {
+        let mut h = StateHasher::new();
+        for c in &self.cloths {
+            h.write_vec3s(c.state.positions());
+            h.write_vec3s(c.state.velocities());
+        }
+        h.finish()
+    }
+
+    /// Advances one frame of length `dt` (s).
+    pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(StepError::BadTimeStep { dt });
+        }
+        let t0 = self.clock.now();
+        let mut deadline = Deadline::start(self.clock.clone(), self.settings.budget.frame_ms);
+        let mut stats = FrameStats::default();
+        let substeps = self.settings.substeps.max(1);
+        let h = dt / substeps as f32;
+        for _ in 0..substeps {
+            self.collider_views.clear();
+            self.collider_views
+                .extend(self.colliders.iter().map(Collider::view));
+            for cloth in &mut self.cloths {
+                pipeline::substep(
+                    cloth,
+                    &self.collider_views,
+                    &self.settings,
+                    h,
+                    &mut deadline,
+                    &mut stats,
+                );
+            }
+            for c in &mut self.colliders {
+                c.advance(h);
+            }
+        }
+        self.time += f64::from(dt);
+        self.frame += 1;
+        for (i, c) in self.cloths.iter().enumerate() {
+            if !c.state.is_finite() {
+                return Err(StepError::NonFinite {
+                    cloth: i,
+                    name: c.name.clone(),
+                    frame: self.frame,
+                });
+            }
+            stats.max_strain = stats.max_strain.max(c.max_strain());
+            if self.settings.energy_stats {
+                stats.energy += c.total_energy(self.settings.gravity);
+            }
+        }
+        stats.deadline_hit = deadline.was_hit();
+        stats.frame_ms = (self.clock.now() - t0) * 1e3;
+        Ok(stats)
+    }
+}

@@ -1,0 +1,148 @@
+//! The shipped samples run and show what the foundation issue promises.
+
+use std::path::Path;
+
+use glam::Vec3;
+use weft::scene;
+use weft::world::World;
+
+fn load(name: &str) -> (scene::Scene, World) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name);
+    let scene = scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    (scene, world)
+}
+
+/// Deepest penetration of any vertex into the scene's sphere (m; 0 if none).
+fn sphere_penetration(world: &World) -> f32 {
+    let mut deepest = 0.0f32;
+    for c in world.colliders() {
+        if let weft::collide::shapes::Shape::Sphere { radius } = c.desc().shape {
+            let centre = c.pose().translation;
+            for cloth in world.cloths() {
+                for p in cloth.state().positions() {
+                    deepest = deepest.max(radius - (*p - centre).length());
+                }
+            }
+        }
+    }
+    deepest
+}
+
+#[test]
+fn drape_runs_180_frames_and_rests_on_the_sphere() {
+    let (scene, mut world) = load("drape.toml");
+    let dt = scene.dt();
+    let mut max_strain = 0.0f32;
+    for _ in 0..scene.frames {
+        let stats = world.step(dt).unwrap_or_else(|e| panic!("{e}"));
+        max_strain = max_strain.max(stats.max_strain);
+    }
+    let cloth = &world.cloths()[0];
+    assert!(cloth.state().is_finite());
+    let pen = sphere_penetration(&world);
+    let final_strain = cloth.max_strain();
+    println!(
+        "drape-65: deepest vertex inside the sphere {:.3} mm; max strain over the run {:.3}%, at the last frame {:.3}%",
+        pen * 1e3,
+        max_strain * 100.0,
+        final_strain * 100.0
+    );
+    assert!(pen <= 1e-3, "a vertex is {pen} m inside the sphere");
+    assert!(
+        final_strain < 0.05,
+        "max strain {final_strain} at the last frame"
+    );
+    // The cloth hangs over the sphere: its centre rests on top, its corners fall below.
+    let x = cloth.state().positions();
+    let centre = x[32 * 65 + 32];
+    assert!(centre.y > 0.29 && centre.y < 0.32, "centre at {centre}");
+    assert!(x[0].y < 0.2, "corner at {}", x[0]);
+}
+
+#[test]
+fn hanging_keeps_pins_exact_dissipates_energy_and_comes_to_rest() {
+    let (scene, mut world) = load("hanging.toml");
+    world.settings_mut().energy_stats = true;
+    let pins: Vec<(u32, Vec3)> = world.cloths()[0]
+        .pins()
+        .iter()
+        .map(|p| (p.vertex, p.target))
+        .collect();
+    assert_eq!(pins.len(), 2);
+    let gravity = world.settings().gravity;
+    let mut energy = world.cloths()[0].total_energy(gravity);
+    let e0 = energy;
+    let mut increases = 0;
+    let dt = scene.dt();
+    for f in 0..scene.frames {
+        let stats = world.step(dt).unwrap_or_else(|e| panic!("{e}"));
+        let x = world.cloths()[0].state().positions();
+        for &(v, target) in &pins {
+            assert_eq!(x[v as usize], target, "pin {v} moved at frame {f}");
+        }
+        // Implicit Euler plus damping only removes energy; allow round-off.
+        if stats.energy > energy + 1e-9 * e0.abs().max(1.0) {
+            increases += 1;
+            println!("frame {f}: energy rose from {energy} to {}", stats.energy);
+        }
+        energy = stats.energy;
+    }
+    assert_eq!(increases, 0, "total energy must not increase under damping");
+    let cloth = &world.cloths()[0];
+    let ke = cloth.state().kinetic_energy();
+    let mass: f32 = cloth.state().masses().iter().sum();
+    let rms_speed = (2.0 * ke / f64::from(mass)).sqrt();
+    let pin_height = pins[0].1.y;
+    let lowest = cloth
+        .state()
+        .positions()
+        .iter()
+        .map(|p| p.y)
+        .fold(f32::MAX, f32::min);
+    let highest = cloth
+        .state()
+        .positions()
+        .iter()
+        .map(|p| p.y)
+        .fold(f32::MIN, f32::max);
+    println!(
+        "hanging: energy {e0:.4} J -> {energy:.4} J; rms speed at the end {rms_speed:.4} m/s; lowest point {:.3} m below the pins",
+        pin_height - lowest
+    );
+    assert!(
+        rms_speed < 0.05,
+        "still swinging: rms speed {rms_speed} m/s"
+    );
+    assert!(
+        highest <= pin_height + 1e-4,
+        "a vertex rests above the pins"
+    );
+    assert!(
+        pin_height - lowest > 0.9,
+        "the cloth hangs down (lowest {lowest})"
+    );
+}
+
+#[test]
+fn flag_hangs_from_its_pinned_edge() {
+    let (scene, mut world) = load("flag.toml");
+    let pins: Vec<(u32, Vec3)> = world.cloths()[0]
+        .pins()
+        .iter()
+        .map(|p| (p.vertex, p.target))
+        .collect();
+    assert_eq!(pins.len(), 33, "the whole left edge is pinned");
+    for _ in 0..scene.frames {
+        world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let x = world.cloths()[0].state().positions();
+    for &(v, target) in &pins {
+        assert_eq!(x[v as usize], target);
+    }
+    // The free edge has dropped under gravity.
+    let free_corner = x[48];
+    assert!(free_corner.y < 1.0, "free corner at {free_corner}");
+}
