@@ -1,4 +1,11 @@
 //! Collision detection and response.
 #![deny(unsafe_code)]
 
+pub mod bvh;
+pub mod ccd;
+pub mod impact_zones;
+pub mod proximity;
+pub mod response;
 pub mod shapes;
+pub mod smoothing;
+pub mod strain_limit;

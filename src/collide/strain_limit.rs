@@ -1,0 +1,1288 @@
+//! Strain limiting by velocity impulses: keeps every stretch edge's predicted end-of-step length within
+//! `[(1 − s_c) L0, (1 + s_t) L0]` by momentum-conserving impulse pairs on the step-average velocities.
+//!
+//! Bridson, Fedkiw & Anderson 2002 after Provot 1995 (METHODS-bw-bridson §3.2, eq. 3.5, appendix item 9).
+//! The stage runs on `v^{n+1/2}` right after the internal dynamics (METHODS §3.1 step 3, DESIGN step 4),
+//! before repulsion and CCD. Positions are never edited: only velocities change.
+//!
+//! # Symbols
+//!
+//! | paper | here | unit |
+//! |---|---|---|
+//! | `x_i` (= `x^n_i`) | `x[i]`, start-of-step position | m |
+//! | `v_i` (= `v^{n+1/2}_i`) | `v[i]`, step-average velocity | m/s |
+//! | `w_i = 1/m_i` | `inv_mass[i]`, 0 = pinned or kinematic | 1/kg |
+//! | `h` | `h`, the (sub)step | s |
+//! | `L0` | `rest[e]` | m |
+//! | `s_t`, `s_c` | [`StrainLimit::max_stretch`], [`StrainLimit::max_compress`] | – |
+//! | strain-rate limit `r` [003 §3] | [`StrainLimiter::set_rate_limit`] | – |
+//!
+//! # The impulse pair (METHODS eq. 3.5)
+//!
+//! For edge `e = (i, j)`: `d = (x_j + h v_j) − (x_i + h v_i)`, `L = |d|`, `L* = clamp(L, lo, hi)`,
+//! `γ = (L* − L)/h`. With the *impulse* `p = γ d̂ / (w_i + w_j)` (kg·m/s) the velocities change by
+//! `v_i −= w_i p`, `v_j += w_j p`. Then `m_i Δv_i + m_j Δv_j = −p + p = 0` (momentum), and the predicted
+//! difference becomes `d + h (w_i + w_j) p = d + (L* − L) d̂ = L* d̂`: its length is exactly `L*` after one
+//! correction. A pinned end (`w = 0`) takes no impulse and the free end takes all of it; an edge with both
+//! ends pinned (`w_i + w_j = 0`) is skipped and its violation is not reported (no velocity can fix it).
+//! When `L` vanishes (`L ≤ 1e-9 L0`) `d̂` is undefined; the start-of-step direction `x_j − x_i` is used
+//! instead (the identity above holds for any unit direction when `d = 0`); if that vanishes too the edge
+//! cannot be corrected and is left as it is (its violation stays in the report).
+//!
+//! # Admissible lengths (METHODS appendix item 9, source notes (a) and (b))
+//!
+//! METHODS asks to keep `s_c` separate from `s_t` and to expose the strain *rate* limit of [003 §3]
+//! separately from the strain limit. The strain interval is `[(1 − s_c) L0, (1 + s_t) L0]`. The optional
+//! rate limit `r` ([`StrainLimiter::set_rate_limit`], off by default) bounds the length change over the step relative to the
+//! start-of-step length `L_n = |x_j − x_i|`: `[(1 − r) L_n, (1 + r) L_n]`. The admissible interval is the
+//! intersection. **Choice**: when the two are disjoint the *strain* limit wins and the target is the strain
+//! bound nearest to the rate interval (the smallest change that restores the strain limit). Giving the rate
+//! limit priority would leave a collapsed edge (`L_n ≈ 0`) unable to ever regrow, since its allowed change
+//! is relative to its own length.
+//!
+//! # Violation and tolerance
+//!
+//! An edge's violation is `|L* − L| / L0`, the strain beyond the admissible interval. An edge is corrected
+//! when its violation exceeds the tolerance ([`StrainLimiter::set_tolerance`], default
+//! [`DEFAULT_TOLERANCE`] = `1e-4`); the tolerance keeps
+//! `f32` round-off of the stored velocities (a few `1e-7` of `h |v| / L0`) from triggering endless
+//! re-corrections. [`StrainReport`] gives the largest violation before and after the sweeps. Edges with a
+//! non-positive rest length are skipped (mesh validation rejects them), and a non-finite violation is
+//! never corrected (the pipeline's finiteness check reports non-finite state).
+//!
+//! # Sweeps (METHODS §3.2, source note (c))
+//!
+//! Corrections interfere through shared vertices, so the pass is iterated until no edge needs a correction
+//! or the sweep cap [`StrainLimit::iterations`] is reached; the leftover violation is reported, never
+//! printed.
+//!
+//! * **Jacobi** ([`StrainMethod::Jacobi`]): every edge's impulse is computed from the same velocities, then
+//!   all are applied at once, *under-relaxed*. **Departure**: METHODS says "averaged per vertex"; dividing
+//!   each vertex's summed change by its own number of corrections breaks momentum conservation whenever the
+//!   two ends of an edge have different counts. weft scales each *edge's* impulse pair instead, by
+//!   `ω_e = 1 / max(c_i, c_j)` where `c_k` is the number of corrected edges at vertex `k` (counted only for
+//!   ends that move, `w > 0`). Each pair then stays momentum-conserving, and a vertex's total change
+//!   `Σ_e ω_e Δv^e` is bounded by the per-vertex average `(1/c_i) Σ_e |Δv^e|`. A lone edge (`c = 1`) still
+//!   gets exactly `L*`. Each vertex gathers its edges' contributions in ascending edge order.
+//! * **Gauss–Seidel** ([`StrainMethod::GaussSeidel`], the default): each correction is applied at once, so
+//!   later edges see earlier ones; it converges in far fewer sweeps. For a deterministic parallel order the
+//!   edges are **coloured** when the limiter is created (greedy, in edge order: each edge takes the smallest
+//!   colour not used by an edge at either end, at most `2Δ − 1` colours for maximum vertex degree `Δ`).
+//!   Edges of one colour share no vertex. A sweep processes the colours in order; within a colour the
+//!   impulses are computed in parallel from the current velocities and then scattered serially (two vector
+//!   adds per edge). Because no two edges of a colour touch the same vertex, this equals applying the
+//!   corrections one by one in the order (colour, edge index).
+//!
+//! # Determinism and allocation
+//!
+//! Parallel loops run over fixed chunks of [`CHUNK`] edges or vertices and write disjoint outputs; the only
+//! reductions are a maximum (exact, order-free) and an integer count. Results are bit-identical for any
+//! rayon thread count, and below [`PARALLEL_MIN`] items the same chunks run on the calling thread without
+//! touching rayon. Loops run in the caller's rayon pool (`pool.install`). All buffers are sized in
+//! [`StrainLimiter::new`]; [`StrainLimiter::apply`] does not allocate.
+#![deny(unsafe_code)]
+
+use glam::{DVec3, Vec3};
+use rayon::prelude::*;
+
+/// Edges or vertices per chunk: the unit of parallel work.
+pub const CHUNK: usize = 256;
+
+/// Loops over fewer items than this run on the calling thread (same chunks, same bits).
+pub const PARALLEL_MIN: usize = 2048;
+
+/// Default violation tolerance `|L* − L| / L0` below which an edge counts as satisfied: a round-off
+/// allowance for the `f32` velocities, not a physical parameter (module doc).
+pub const DEFAULT_TOLERANCE: f32 = 1e-4;
+
+/// Below this fraction of the rest length the predicted edge vector has no usable direction and the
+/// start-of-step direction is used instead.
+const DEGENERATE_LENGTH: f64 = 1e-9;
+
+/// How the coupled edge corrections are iterated (METHODS-bw-bridson §3.2, source note (c)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StrainMethod {
+    /// All corrections of a sweep from the same velocities, applied together, under-relaxed per edge.
+    /// Slower to converge.
+    Jacobi,
+    /// Corrections applied at once in the fixed order (colour, edge index). Faster to converge.
+    #[default]
+    GaussSeidel,
+}
+
+/// Parameters of the strain limiter (METHODS-bw-bridson §3.2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StrainLimit {
+    /// `s_t`: the largest allowed stretch, as a fraction of the rest length (`≥ 0`, default 0.1).
+    pub max_stretch: f32,
+    /// `s_c`: the largest allowed compression, as a fraction of the rest length (`0..=1`, default 0.1).
+    /// `0` forbids compression (the "zero compression" reading of METHODS source \[002\]).
+    pub max_compress: f32,
+    /// Sweep cap (default 16). `0` only measures.
+    pub iterations: u32,
+    /// Jacobi or coloured Gauss–Seidel (default Gauss–Seidel).
+    pub method: StrainMethod,
+}
+
+impl Default for StrainLimit {
+    fn default() -> Self {
+        Self {
+            max_stretch: 0.1,
+            max_compress: 0.1,
+            iterations: 16,
+            method: StrainMethod::GaussSeidel,
+        }
+    }
+}
+
+/// A [`StrainLimit`] field outside its valid range.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum StrainLimitError {
+    /// `max_stretch` is negative or not finite.
+    #[error("strain limit: max_stretch must be finite and >= 0, got {0}")]
+    MaxStretch(f32),
+    /// `max_compress` is outside `0..=1` or not finite.
+    #[error("strain limit: max_compress must be in [0, 1], got {0}")]
+    MaxCompress(f32),
+    /// The rate limit is negative or not finite.
+    #[error("strain limit: the rate limit must be finite and >= 0, got {0}")]
+    RateLimit(f32),
+    /// The tolerance is negative or not finite.
+    #[error("strain limit: tolerance must be finite and >= 0, got {0}")]
+    Tolerance(f32),
+}
+
+impl StrainLimit {
+    /// Checks every field against its documented range.
+    ///
+    /// # Errors
+    /// The first field out of range.
+    pub fn validate(&self) -> Result<(), StrainLimitError> {
+        let non_negative = |s: f32| s.is_finite() && s >= 0.0;
+        if !non_negative(self.max_stretch) {
+            return Err(StrainLimitError::MaxStretch(self.max_stretch));
+        }
+        if !(non_negative(self.max_compress) && self.max_compress <= 1.0) {
+            return Err(StrainLimitError::MaxCompress(self.max_compress));
+        }
+        Ok(())
+    }
+
+    /// The admissible predicted-length interval `[lo, hi]` of an edge with rest length `l0` and
+    /// start-of-step length `l_start` (both m): the strain interval intersected with the rate interval
+    /// of the optional rate limit `rate`; when they are disjoint, the strain bound nearest to the rate
+    /// interval (module doc).
+    #[must_use]
+    pub fn admissible_lengths(&self, rate: Option<f32>, l0: f64, l_start: f64) -> (f64, f64) {
+        let a = (1.0 - f64::from(self.max_compress)) * l0;
+        let b = (1.0 + f64::from(self.max_stretch)) * l0;
+        let Some(r) = rate else {
+            return (a, b);
+        };
+        let r = f64::from(r);
+        let c = (1.0 - r) * l_start;
+        let d = (1.0 + r) * l_start;
+        let lo = a.max(c);
+        let hi = b.min(d);
+        if lo <= hi {
+            (lo, hi)
+        } else if d < a {
+            (a, a)
+        } else {
+            (b, b)
+        }
+    }
+}
+
+/// What one strain-limiting call did. Violations are `|L* − L| / L0` (dimensionless strain beyond the
+/// admissible interval), maximised over the edges that can be corrected (both-pinned edges excluded).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StrainReport {
+    /// Sweeps that applied at least one correction (`≤` the cap).
+    pub sweeps: u32,
+    /// Edges whose violation exceeded the tolerance on entry.
+    pub corrected_edges: u32,
+    /// Largest violation on entry.
+    pub max_violation_before: f32,
+    /// Largest violation on exit: at most the tolerance unless the cap was hit (or an edge is degenerate).
+    pub max_violation_after: f32,
+}
+
+/// One edge's pending correction: the impulse `p` of METHODS eq. 3.5 (`v_i −= w_i p`, `v_j += w_j p`).
+#[derive(Clone, Copy, Debug, Default)]
+struct EdgeImpulse {
+    p: DVec3,
+    active: bool,
+}
+
+/// Largest violation and number of active corrections over a set of edges.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    max_violation: f32,
+    active: u32,
+}
+
+impl Tally {
+    /// Order-free combination: `max` is exact and the count is an integer sum.
+    #[inline]
+    fn combine(self, other: Self) -> Self {
+        Self {
+            max_violation: self.max_violation.max(other.max_violation),
+            active: self.active + other.active,
+        }
+    }
+}
+
+/// The inputs of one `apply` call, shared by the passes.
+#[derive(Clone, Copy)]
+struct Problem<'a> {
+    limit: &'a StrainLimit,
+    rate: Option<f32>,
+    h: f64,
+    tolerance: f64,
+    x: &'a [Vec3],
+    inv_mass: &'a [f32],
+    edges: &'a [[u32; 2]],
+    rest: &'a [f32],
+}
+
+impl Problem<'_> {
+    /// Evaluates edge `e` against the velocities `v`: its violation and, when it exceeds the tolerance
+    /// and can be fixed, the impulse of METHODS eq. 3.5. Bridson–Fedkiw–Anderson 2002,
+    /// METHODS-bw-bridson eq. 3.5.
+    #[inline]
+    fn evaluate(&self, e: usize, v: &[Vec3]) -> (EdgeImpulse, f32) {
+        let [i, j] = self.edges[e];
+        let (i, j) = (i as usize, j as usize);
+        let wi = f64::from(self.inv_mass[i]);
+        let wj = f64::from(self.inv_mass[j]);
+        let l0 = f64::from(self.rest[e]);
+        let w_sum = wi + wj;
+        if !(w_sum > 0.0 && l0 > 0.0) {
+            return (EdgeImpulse::default(), 0.0);
+        }
+        let x_ij = self.x[j].as_dvec3() - self.x[i].as_dvec3();
+        let d = x_ij + self.h * (v[j].as_dvec3() - v[i].as_dvec3());
+        let l = d.length();
+        let (lo, hi) = self.limit.admissible_lengths(self.rate, l0, x_ij.length());
+        let l_star = if l < lo {
+            lo
+        } else if l > hi {
+            hi
+        } else {
+            l
+        };
+        let violation = (l_star - l).abs() / l0;
+        // Written so that a NaN violation is never corrected.
+        let needs_correction = violation > self.tolerance;
+        if !needs_correction {
+            return (EdgeImpulse::default(), violation as f32);
+        }
+        let dir = if l > DEGENERATE_LENGTH * l0 {
+            d / l
+        } else {
+            let l_start = x_ij.length();
+            let has_direction = l_start > DEGENERATE_LENGTH * l0;
+            if !has_direction {
+                return (EdgeImpulse::default(), violation as f32);
+            }
+            x_ij / l_start
+        };
+        let gamma = (l_star - l) / self.h;
+        let impulse = EdgeImpulse {
+            p: dir * (gamma / w_sum),
+            active: true,
+        };
+        (impulse, violation as f32)
+    }
+}
+
+/// Runs `f(first_index, chunk)` over the fixed chunks of `out`, in parallel from [`PARALLEL_MIN`] items.
+fn for_chunks<T: Send, F: Fn(usize, &mut [T]) + Sync>(out: &mut [T], f: F) {
+    if out.len() < PARALLEL_MIN {
+        for (k, chunk) in out.chunks_mut(CHUNK).enumerate() {
+            f(k * CHUNK, chunk);
+        }
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(k, chunk)| f(k * CHUNK, chunk));
+    }
+}
+
+/// Like [`for_chunks`], combining the chunks' tallies (order-free, so any schedule gives the same bits).
+fn tally_chunks<T: Send, F: Fn(usize, &mut [T]) -> Tally + Sync>(out: &mut [T], f: F) -> Tally {
+    if out.len() < PARALLEL_MIN {
+        out.chunks_mut(CHUNK)
+            .enumerate()
+            .fold(Tally::default(), |acc, (k, chunk)| {
+                acc.combine(f(k * CHUNK, chunk))
+            })
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| f(k * CHUNK, chunk))
+            .reduce(Tally::default, Tally::combine)
+    }
+}
+
+/// Strain-limiting workspace of one cloth: vertex–edge adjacency, Jacobi accumulators and counts, and the
+/// edge colouring for the deterministic parallel Gauss–Seidel sweep (module doc). Sized once in
+/// [`StrainLimiter::new`].
+#[derive(Clone, Debug)]
+pub struct StrainLimiter {
+    num_vertices: usize,
+    /// CSR offsets into `adjacency`, one per vertex plus one.
+    adjacency_start: Vec<u32>,
+    /// Incident edge indices of each vertex, ascending.
+    adjacency: Vec<u32>,
+    /// Per-vertex number of active corrections (Jacobi).
+    counts: Vec<u32>,
+    /// Pending impulses: by edge index (Jacobi, measuring) or by colour slot (Gauss–Seidel).
+    impulses: Vec<EdgeImpulse>,
+    /// Optional strain-rate limit `r` (module doc).
+    rate_limit: Option<f32>,
+    /// Violation tolerance (module doc).
+    tolerance: f32,
+    /// Edge indices sorted by (colour, edge index).
+    colour_order: Vec<u32>,
+    /// Offsets into `colour_order`, one per colour plus one.
+    colour_start: Vec<u32>,
+}
+
+impl StrainLimiter {
+    /// Builds the workspace for a cloth with `num_vertices` vertices and the unique edges `edges`: the
+    /// adjacency, the buffers, and the greedy edge colouring (module doc).
+    ///
+    /// # Panics
+    /// If an edge index is out of range, an edge joins a vertex to itself, or there are more than
+    /// `u32::MAX` vertices or edge ends.
+    #[must_use]
+    pub fn new(num_vertices: usize, edges: &[[u32; 2]]) -> Self {
+        assert!(
+            u32::try_from(num_vertices).is_ok() && u32::try_from(2 * edges.len()).is_ok(),
+            "StrainLimiter::new: too many vertices or edges for u32 indices"
+        );
+        for (e, &[i, j]) in edges.iter().enumerate() {
+            assert!(
+                (i as usize) < num_vertices && (j as usize) < num_vertices && i != j,
+                "StrainLimiter::new: edge {e} = [{i}, {j}] is out of range or degenerate \
+                 ({num_vertices} vertices)"
+            );
+        }
+        // Vertex -> incident edges, CSR, ascending edge index (edges are visited in order).
+        let mut adjacency_start = vec![0u32; num_vertices + 1];
+        for &[i, j] in edges {
+            adjacency_start[i as usize + 1] += 1;
+            adjacency_start[j as usize + 1] += 1;
+        }
+        for k in 0..num_vertices {
+            adjacency_start[k + 1] += adjacency_start[k];
+        }
+        let mut fill: Vec<u32> = adjacency_start[..num_vertices].to_vec();
+        let mut adjacency = vec![0u32; 2 * edges.len()];
+        for (e, &[i, j]) in edges.iter().enumerate() {
+            for k in [i as usize, j as usize] {
+                adjacency[fill[k] as usize] = e as u32;
+                fill[k] += 1;
+            }
+        }
+        // Greedy colouring in edge order: the smallest colour unused at both ends. `stamp[c] == e` marks
+        // colour c as taken for edge e.
+        const UNCOLOURED: u32 = u32::MAX;
+        let mut colour = vec![UNCOLOURED; edges.len()];
+        let max_degree = (0..num_vertices)
+            .map(|k| adjacency_start[k + 1] - adjacency_start[k])
+            .max()
+            .unwrap_or(0) as usize;
+        let mut stamp = vec![UNCOLOURED; 2 * max_degree + 1];
+        let mut num_colours = 0usize;
+        for (e, &[i, j]) in edges.iter().enumerate() {
+            for k in [i as usize, j as usize] {
+                let range = adjacency_start[k] as usize..adjacency_start[k + 1] as usize;
+                for &f in &adjacency[range] {
+                    let c = colour[f as usize];
+                    if c != UNCOLOURED {
+                        stamp[c as usize] = e as u32;
+                    }
+                }
+            }
+            let c = stamp
+                .iter()
+                .position(|&s| s != e as u32)
+                .expect("at most 2Δ − 2 neighbouring edges, so one of 2Δ − 1 colours is free");
+            colour[e] = c as u32;
+            num_colours = num_colours.max(c + 1);
+        }
+        // Counting sort by colour, stable in edge index.
+        let mut colour_start = vec![0u32; num_colours + 1];
+        for &c in &colour {
+            colour_start[c as usize + 1] += 1;
+        }
+        for c in 0..num_colours {
+            colour_start[c + 1] += colour_start[c];
+        }
+        let mut next: Vec<u32> = colour_start[..num_colours].to_vec();
+        let mut colour_order = vec![0u32; edges.len()];
+        for (e, &c) in colour.iter().enumerate() {
+            colour_order[next[c as usize] as usize] = e as u32;
+            next[c as usize] += 1;
+        }
+        Self {
+            num_vertices,
+            adjacency_start,
+            adjacency,
+            counts: vec![0; num_vertices],
+            impulses: vec![EdgeImpulse::default(); edges.len()],
+            colour_order,
+            colour_start,
+            rate_limit: None,
+            tolerance: DEFAULT_TOLERANCE,
+        }
+    }
+
+    /// Sets the optional strain-rate limit `r` ([003 §3], METHODS-bw-bridson §3.2 source note (a)): the
+    /// predicted length may differ from the start-of-step length by at most `r` times it. `None` (the
+    /// default) disables it. Where it conflicts with the strain interval the strain limit wins (module doc).
+    ///
+    /// # Errors
+    /// [`StrainLimitError::RateLimit`] if `r` is negative or not finite; the setting is then unchanged.
+    pub fn set_rate_limit(&mut self, rate: Option<f32>) -> Result<(), StrainLimitError> {
+        if let Some(r) = rate
+            && !(r.is_finite() && r >= 0.0)
+        {
+            return Err(StrainLimitError::RateLimit(r));
+        }
+        self.rate_limit = rate;
+        Ok(())
+    }
+
+    /// The strain-rate limit, see [`StrainLimiter::set_rate_limit`].
+    #[must_use]
+    pub fn rate_limit(&self) -> Option<f32> {
+        self.rate_limit
+    }
+
+    /// Sets the violation tolerance: edges with `|L* − L| / L0` at or below it are accepted (default
+    /// [`DEFAULT_TOLERANCE`]).
+    ///
+    /// # Errors
+    /// [`StrainLimitError::Tolerance`] if `tolerance` is negative or not finite; the setting is then
+    /// unchanged.
+    pub fn set_tolerance(&mut self, tolerance: f32) -> Result<(), StrainLimitError> {
+        if !(tolerance.is_finite() && tolerance >= 0.0) {
+            return Err(StrainLimitError::Tolerance(tolerance));
+        }
+        self.tolerance = tolerance;
+        Ok(())
+    }
+
+    /// The violation tolerance, see [`StrainLimiter::set_tolerance`].
+    #[must_use]
+    pub fn tolerance(&self) -> f32 {
+        self.tolerance
+    }
+
+    /// Number of vertices the workspace was built for.
+    #[must_use]
+    pub fn num_vertices(&self) -> usize {
+        self.num_vertices
+    }
+
+    /// Number of edges the workspace was built for.
+    #[must_use]
+    pub fn num_edges(&self) -> usize {
+        self.impulses.len()
+    }
+
+    /// Number of colours of the Gauss–Seidel edge colouring.
+    #[must_use]
+    pub fn num_colours(&self) -> usize {
+        self.colour_start.len() - 1
+    }
+
+    /// The edges of colour `c`, ascending. No two of them share a vertex.
+    ///
+    /// # Panics
+    /// If `c >= self.num_colours()`.
+    #[must_use]
+    pub fn colour_edges(&self, c: usize) -> &[u32] {
+        &self.colour_order[self.colour_start[c] as usize..self.colour_start[c + 1] as usize]
+    }
+
+    /// Limits strain by velocity impulses: keeps every edge's predicted length
+    /// `|x_j + h v_j − x_i − h v_i|` within the admissible interval (the strain interval
+    /// `[(1 − s_c) L0, (1 + s_t) L0]` of `limit`, intersected with the rate interval if a rate limit is
+    /// set) up to the tolerance, iterating Jacobi or
+    /// coloured Gauss–Seidel sweeps until no edge needs a correction or `limit.iterations` sweeps ran.
+    /// Bridson–Fedkiw–Anderson 2002, METHODS-bw-bridson eq. 3.5.
+    ///
+    /// `h` is the step (s), `x` the start-of-step positions `x^n` (m), `v` the step-average velocities
+    /// `v^{n+1/2}` (m/s, updated in place), `inv_mass` the inverse masses (1/kg, 0 = pinned: such a vertex
+    /// is never changed), `edges`/`rest` the cloth's unique edges and rest lengths (m) — the same edges, in
+    /// the same order, as given to [`StrainLimiter::new`]. Momentum `Σ m v` of the free vertices is
+    /// conserved except for the impulses that pinned ends absorb. Does not allocate.
+    ///
+    /// # Panics
+    /// If the slice lengths disagree with the workspace, or `h` is not positive and finite. Debug builds
+    /// also check `limit.validate()`.
+    #[allow(clippy::too_many_arguments)] // the signature is the pipeline's contract (SoA slices)
+    pub fn apply(
+        &mut self,
+        limit: &StrainLimit,
+        h: f32,
+        x: &[Vec3],
+        v: &mut [Vec3],
+        inv_mass: &[f32],
+        edges: &[[u32; 2]],
+        rest: &[f32],
+    ) -> StrainReport {
+        let n = self.num_vertices;
+        assert!(
+            x.len() == n && v.len() == n && inv_mass.len() == n,
+            "StrainLimiter::apply: x, v and inv_mass must have {n} entries"
+        );
+        assert!(
+            edges.len() == self.impulses.len() && rest.len() == self.impulses.len(),
+            "StrainLimiter::apply: edges and rest must have the {} entries given to new",
+            self.impulses.len()
+        );
+        assert!(
+            h.is_finite() && h > 0.0,
+            "StrainLimiter::apply: h = {h} is not positive"
+        );
+        debug_assert!(limit.validate().is_ok(), "{:?}", limit.validate());
+        let problem = Problem {
+            limit,
+            rate: self.rate_limit,
+            h: f64::from(h),
+            tolerance: f64::from(self.tolerance),
+            x,
+            inv_mass,
+            edges,
+            rest,
+        };
+        match limit.method {
+            StrainMethod::Jacobi => self.run_jacobi(&problem, v),
+            StrainMethod::GaussSeidel => self.run_gauss_seidel(&problem, v),
+        }
+    }
+
+    /// Evaluates every edge against `v` into `impulses` (by edge index): the Jacobi corrections, and the
+    /// measurement for both methods.
+    fn evaluate_all(impulses: &mut [EdgeImpulse], problem: &Problem<'_>, v: &[Vec3]) -> Tally {
+        tally_chunks(impulses, |first, chunk| {
+            let mut tally = Tally::default();
+            for (k, slot) in chunk.iter_mut().enumerate() {
+                let (impulse, violation) = problem.evaluate(first + k, v);
+                *slot = impulse;
+                tally = tally.combine(Tally {
+                    max_violation: violation,
+                    active: u32::from(impulse.active),
+                });
+            }
+            tally
+        })
+    }
+
+    /// Jacobi sweeps: evaluate all, stop if nothing is active or the cap is reached, else apply.
+    fn run_jacobi(&mut self, problem: &Problem<'_>, v: &mut [Vec3]) -> StrainReport {
+        let mut report = StrainReport::default();
+        loop {
+            let tally = Self::evaluate_all(&mut self.impulses, problem, v);
+            if report.sweeps == 0 {
+                report.corrected_edges = tally.active;
+                report.max_violation_before = tally.max_violation;
+            }
+            if tally.active == 0 || report.sweeps >= problem.limit.iterations {
+                report.max_violation_after = tally.max_violation;
+                return report;
+            }
+            self.apply_jacobi(problem, v);
+            report.sweeps += 1;
+        }
+    }
+
+    /// Applies the pending Jacobi impulses, each pair scaled by `ω_e = 1 / max(c_i, c_j)` (module doc).
+    fn apply_jacobi(&mut self, problem: &Problem<'_>, v: &mut [Vec3]) {
+        let Self {
+            adjacency_start,
+            adjacency,
+            counts,
+            impulses,
+            ..
+        } = self;
+        let (adjacency_start, adjacency, impulses) = (&*adjacency_start, &*adjacency, &*impulses);
+        let incident =
+            |k: usize| &adjacency[adjacency_start[k] as usize..adjacency_start[k + 1] as usize];
+        // c_k: active corrections at vertex k.
+        for_chunks(counts, |first, chunk| {
+            for (o, c) in chunk.iter_mut().enumerate() {
+                *c = incident(first + o)
+                    .iter()
+                    .filter(|&&e| impulses[e as usize].active)
+                    .count() as u32;
+            }
+        });
+        let counts = &*counts;
+        let inv_mass = problem.inv_mass;
+        let edges = problem.edges;
+        // Each vertex gathers its share, in ascending edge order.
+        for_chunks(v, |first, chunk| {
+            for (o, vi) in chunk.iter_mut().enumerate() {
+                let i = first + o;
+                let wi = inv_mass[i];
+                let moves = wi > 0.0;
+                if !moves {
+                    continue;
+                }
+                let mut dv = DVec3::ZERO;
+                for &e in incident(i) {
+                    let impulse = impulses[e as usize];
+                    if !impulse.active {
+                        continue;
+                    }
+                    let [a, b] = edges[e as usize];
+                    let (sign, j) = if a as usize == i {
+                        (-1.0, b as usize)
+                    } else {
+                        (1.0, a as usize)
+                    };
+                    let cj = if inv_mass[j] > 0.0 { counts[j] } else { 0 };
+                    let omega = 1.0 / f64::from(counts[i].max(cj));
+                    dv += impulse.p * (sign * omega);
+                }
+                if dv != DVec3::ZERO {
+                    *vi = (vi.as_dvec3() + dv * f64::from(wi)).as_vec3();
+                }
+            }
+        });
+    }
+
+    /// Gauss–Seidel sweeps: measure, then colour-ordered sweeps until one applies nothing or the cap is
+    /// reached.
+    fn run_gauss_seidel(&mut self, problem: &Problem<'_>, v: &mut [Vec3]) -> StrainReport {
+        let entry = Self::evaluate_all(&mut self.impulses, problem, v);
+        let mut report = StrainReport {
+            sweeps: 0,
+            corrected_edges: entry.active,
+            max_violation_before: entry.max_violation,
+            max_violation_after: entry.max_violation,
+        };
+        if entry.active == 0 {
+            return report;
+        }
+        loop {
+            if report.sweeps >= problem.limit.iterations {
+                report.max_violation_after =
+                    Self::evaluate_all(&mut self.impulses, problem, v).max_violation;
+                return report;
+            }
+            let sweep = self.sweep_gauss_seidel(problem, v);
+            if sweep.active == 0 {
+                // Nothing changed in this sweep, so its violations are those of the final state.
+                report.max_violation_after = sweep.max_violation;
+                return report;
+            }
+            report.sweeps += 1;
+        }
+    }
+
+    /// One Gauss–Seidel sweep in (colour, edge) order; returns the largest violation met before each
+    /// edge's own correction and the number of corrections applied.
+    fn sweep_gauss_seidel(&mut self, problem: &Problem<'_>, v: &mut [Vec3]) -> Tally {
+        let mut sweep = Tally::default();
+        for c in 0..self.num_colours() {
+            let range = self.colour_start[c] as usize..self.colour_start[c + 1] as usize;
+            let order = &self.colour_order[range.clone()];
+            let slots = &mut self.impulses[range];
+            let vs: &[Vec3] = v;
+            let tally = tally_chunks(slots, |first, chunk| {
+                let mut tally = Tally::default();
+                for (k, slot) in chunk.iter_mut().enumerate() {
+                    let (impulse, violation) = problem.evaluate(order[first + k] as usize, vs);
+                    *slot = impulse;
+                    tally = tally.combine(Tally {
+                        max_violation: violation,
+                        active: u32::from(impulse.active),
+                    });
+                }
+                tally
+            });
+            sweep = sweep.combine(tally);
+            if tally.active == 0 {
+                continue;
+            }
+            // Serial scatter; the edges of a colour are vertex-disjoint, so the order does not matter.
+            for (&e, impulse) in order.iter().zip(slots.iter()) {
+                if !impulse.active {
+                    continue;
+                }
+                let [i, j] = problem.edges[e as usize];
+                let (i, j) = (i as usize, j as usize);
+                let wi = f64::from(problem.inv_mass[i]);
+                let wj = f64::from(problem.inv_mass[j]);
+                if wi > 0.0 {
+                    v[i] = (v[i].as_dvec3() - impulse.p * wi).as_vec3();
+                }
+                if wj > 0.0 {
+                    v[j] = (v[j].as_dvec3() + impulse.p * wj).as_vec3();
+                }
+            }
+        }
+        sweep
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    // ---------------------------------------------------------------------------------------------
+    // Allocation counting for the no-allocation tests (this file's and `smoothing`'s). Counts only the
+    // calling thread's allocations while `allocations_during` runs, so tests on other threads do not
+    // interfere; the code under test runs below its parallel threshold, i.e. on the calling thread.
+
+    thread_local! {
+        static COUNTING: Cell<bool> = const { Cell::new(false) };
+        static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    struct CountingAllocator;
+
+    fn count_one() {
+        // `try_with`: the thread-locals may already be gone while a thread shuts down.
+        let _ = COUNTING.try_with(|on| {
+            if on.get() {
+                let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+            }
+        });
+    }
+
+    // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+    // `GlobalAlloc` contract is `System`'s; the counting touches only const-initialised thread-locals
+    // (no allocation, no re-entry).
+    #[allow(unsafe_code)]
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count_one();
+            // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count_one();
+            // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count_one();
+            // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: CountingAllocator = CountingAllocator;
+
+    /// Runs `f` and returns its result with the number of heap allocations it made on this thread.
+    pub(crate) fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
+        ALLOCATIONS.with(|n| n.set(0));
+        COUNTING.with(|on| on.set(true));
+        let r = f();
+        COUNTING.with(|on| on.set(false));
+        (r, ALLOCATIONS.with(Cell::get))
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Fixtures.
+
+    /// Deterministic uniform numbers in [-1, 1) (64-bit LCG, top bits).
+    pub(crate) struct Lcg(pub(crate) u64);
+
+    impl Lcg {
+        pub(crate) fn next(&mut self) -> f32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+        pub(crate) fn vec3(&mut self) -> Vec3 {
+            Vec3::new(self.next(), self.next(), self.next())
+        }
+    }
+
+    /// An `nx × ny` grid in the x–z plane, spacing `dx`, with alternating (checkerboard) diagonals:
+    /// positions and unique edges.
+    pub(crate) fn grid(nx: usize, ny: usize, dx: f32) -> (Vec<Vec3>, Vec<[u32; 2]>) {
+        let id = |i: usize, j: usize| (j * nx + i) as u32;
+        let mut x = Vec::new();
+        for j in 0..ny {
+            for i in 0..nx {
+                x.push(Vec3::new(i as f32 * dx, 0.0, j as f32 * dx));
+            }
+        }
+        let mut edges = Vec::new();
+        for j in 0..ny {
+            for i in 0..nx {
+                if i + 1 < nx {
+                    edges.push([id(i, j), id(i + 1, j)]);
+                }
+                if j + 1 < ny {
+                    edges.push([id(i, j), id(i, j + 1)]);
+                }
+                if i + 1 < nx && j + 1 < ny {
+                    if (i + j) % 2 == 0 {
+                        edges.push([id(i, j), id(i + 1, j + 1)]);
+                    } else {
+                        edges.push([id(i + 1, j), id(i, j + 1)]);
+                    }
+                }
+            }
+        }
+        (x, edges)
+    }
+
+    /// A perturbed grid problem: rest lengths from the regular grid, positions jittered by `jitter · dx`,
+    /// random velocities of size `speed`, masses in [0.5, 1.5].
+    struct Cloth {
+        x: Vec<Vec3>,
+        v: Vec<Vec3>,
+        inv_mass: Vec<f32>,
+        edges: Vec<[u32; 2]>,
+        rest: Vec<f32>,
+    }
+
+    fn perturbed_grid(nx: usize, ny: usize, jitter: f32, speed: f32, seed: u64) -> Cloth {
+        let dx = 0.02;
+        let (x0, edges) = grid(nx, ny, dx);
+        let rest = edges
+            .iter()
+            .map(|&[i, j]| x0[i as usize].distance(x0[j as usize]))
+            .collect();
+        let mut rng = Lcg(seed);
+        let x = x0.iter().map(|&p| p + rng.vec3() * (jitter * dx)).collect();
+        let v = (0..x0.len()).map(|_| rng.vec3() * speed).collect();
+        let inv_mass = (0..x0.len())
+            .map(|_| 1.0 / (1.0 + 0.5 * rng.next()))
+            .collect();
+        Cloth {
+            x,
+            v,
+            inv_mass,
+            edges,
+            rest,
+        }
+    }
+
+    const H: f32 = 1.0 / 60.0;
+
+    fn limit(method: StrainMethod, iterations: u32) -> StrainLimit {
+        StrainLimit {
+            max_stretch: 0.1,
+            max_compress: 0.1,
+            iterations,
+            method,
+        }
+    }
+
+    /// Predicted length `|x_j + h v_j − x_i − h v_i|` in f64.
+    fn predicted(x: &[Vec3], v: &[Vec3], h: f32, [i, j]: [u32; 2]) -> f64 {
+        let (i, j) = (i as usize, j as usize);
+        let h = f64::from(h);
+        ((x[j].as_dvec3() + h * v[j].as_dvec3()) - (x[i].as_dvec3() + h * v[i].as_dvec3())).length()
+    }
+
+    /// Largest `|clamp(L) − L| / L0` over all edges with a free end, computed independently.
+    fn max_violation(c: &Cloth, v: &[Vec3], lim: &StrainLimit) -> f64 {
+        c.edges
+            .iter()
+            .zip(&c.rest)
+            .filter(|&(&[i, j], _)| c.inv_mass[i as usize] + c.inv_mass[j as usize] > 0.0)
+            .map(|(&e, &l0)| {
+                let l0 = f64::from(l0);
+                let l = predicted(&c.x, v, H, e);
+                let lo = (1.0 - f64::from(lim.max_compress)) * l0;
+                let hi = (1.0 + f64::from(lim.max_stretch)) * l0;
+                (l.clamp(lo, hi) - l).abs() / l0
+            })
+            .fold(0.0, f64::max)
+    }
+
+    fn momentum(v: &[Vec3], inv_mass: &[f32]) -> DVec3 {
+        v.iter()
+            .zip(inv_mass)
+            .filter(|&(_, &w)| w > 0.0)
+            .map(|(v, &w)| v.as_dvec3() / f64::from(w))
+            .sum()
+    }
+
+    fn run(c: &Cloth, lim: &StrainLimit) -> (Vec<Vec3>, StrainReport) {
+        run_h(c, lim, H)
+    }
+
+    fn run_h(c: &Cloth, lim: &StrainLimit, h: f32) -> (Vec<Vec3>, StrainReport) {
+        let mut limiter = StrainLimiter::new(c.x.len(), &c.edges);
+        let mut v = c.v.clone();
+        let report = limiter.apply(lim, h, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest);
+        (v, report)
+    }
+
+    /// One edge along x of rest length 1 at rest positions, with velocities giving predicted length `l`.
+    fn single_edge(l: f32, inv_mass: [f32; 2]) -> Cloth {
+        Cloth {
+            x: vec![Vec3::ZERO, Vec3::X],
+            v: vec![
+                Vec3::new(0.0, 0.3, 0.0),
+                Vec3::new((l - 1.0) / H, -0.2, 0.1),
+            ],
+            inv_mass: inv_mass.to_vec(),
+            edges: vec![[0, 1]],
+            rest: vec![1.0],
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Tests.
+
+    #[test]
+    fn single_edge_reaches_l_star_after_one_pass() {
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            // (predicted x extent, L*; None = admissible, L* = L)
+            for (l, l_star) in [(1.5f32, Some(1.1f64)), (0.5, Some(0.9)), (1.05, None)] {
+                let c = single_edge(l, [1.0, 0.25]);
+                let l_before = predicted(&c.x, &c.v, H, [0, 1]);
+                let l_star = l_star.unwrap_or(l_before);
+                let (v, report) = run(&c, &limit(method, 1));
+                let l_after = predicted(&c.x, &v, H, [0, 1]);
+                assert!(
+                    (l_after - l_star).abs() < 1e-6,
+                    "{method:?}: {l_before} -> {l_after}, expected {l_star}"
+                );
+                let needs = (l_before - l_star).abs() > 1e-3;
+                assert_eq!(report.corrected_edges, u32::from(needs), "{method:?} {l}");
+                assert_eq!(report.sweeps, u32::from(needs), "{method:?} {l}");
+                assert!(report.max_violation_after <= DEFAULT_TOLERANCE);
+                if needs {
+                    let expected = ((l_before - l_star).abs()) as f32;
+                    assert!((report.max_violation_before - expected).abs() < 1e-5);
+                } else {
+                    assert_eq!(v, c.v, "a satisfied edge is left alone");
+                }
+                // Momentum, and the impulses lie along the predicted edge vector d.
+                let (p0, p1) = (momentum(&c.v, &c.inv_mass), momentum(&v, &c.inv_mass));
+                assert!((p1 - p0).length() < 1e-5, "{method:?}: {p0} -> {p1}");
+                let d = ((c.x[1] + H * c.v[1]) - (c.x[0] + H * c.v[0])).as_dvec3();
+                for (new, old) in v.iter().zip(&c.v) {
+                    let dv = (*new - *old).as_dvec3();
+                    assert!(dv.cross(d).length() <= 1e-5 * dv.length() * d.length());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pinned_end_takes_no_impulse_free_end_takes_all() {
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            let c = single_edge(1.6, [0.0, 2.0]);
+            let (v, report) = run(&c, &limit(method, 4));
+            assert_eq!(v[0], c.v[0], "{method:?}: the pinned end is untouched");
+            assert!((predicted(&c.x, &v, H, [0, 1]) - 1.1).abs() < 1e-6);
+            // The free end took the whole correction γ d̂ with γ = (1.1 − 1.6)/h (d̂ ≈ x̂ here).
+            let gamma = (1.1 - predicted(&c.x, &c.v, H, [0, 1])) / f64::from(H);
+            let dv = (v[1] - c.v[1]).as_dvec3();
+            assert!((dv.length() - gamma.abs()).abs() < 1e-3 * gamma.abs());
+            assert_eq!(report.sweeps, 1);
+        }
+    }
+
+    #[test]
+    fn edge_with_both_ends_pinned_is_skipped() {
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            let c = single_edge(2.0, [0.0, 0.0]);
+            let (v, report) = run(&c, &limit(method, 8));
+            assert_eq!(v, c.v);
+            assert_eq!(report, StrainReport::default());
+        }
+    }
+
+    #[test]
+    fn momentum_is_conserved_on_a_perturbed_grid() {
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            let c = perturbed_grid(12, 10, 0.25, 0.6, 7);
+            let (v, report) = run(&c, &limit(method, 50));
+            assert!(report.corrected_edges > 20, "{report:?}");
+            let p0 = momentum(&c.v, &c.inv_mass);
+            let p1 = momentum(&v, &c.inv_mass);
+            let scale: f64 = v
+                .iter()
+                .zip(&c.inv_mass)
+                .map(|(v, &w)| f64::from(v.length() / w))
+                .sum();
+            assert!(
+                (p1 - p0).length() < 1e-6 * scale,
+                "{method:?}: {p0} -> {p1} (scale {scale})"
+            );
+        }
+    }
+
+    #[test]
+    fn both_methods_converge_on_a_perturbed_grid() {
+        let c = perturbed_grid(16, 14, 0.3, 0.8, 11);
+        let mut sweeps = [0u32; 2];
+        for (k, method) in [StrainMethod::Jacobi, StrainMethod::GaussSeidel]
+            .into_iter()
+            .enumerate()
+        {
+            let lim = limit(method, 2000);
+            let before = max_violation(&c, &c.v, &lim);
+            let (v, report) = run(&c, &lim);
+            let after = max_violation(&c, &v, &lim);
+            println!(
+                "{method:?}: {} sweeps, {} edges corrected, violation {before:.3e} -> {after:.3e}",
+                report.sweeps, report.corrected_edges
+            );
+            assert!(
+                before > 0.1,
+                "the fixture must violate the limits: {before}"
+            );
+            assert!(
+                report.sweeps < lim.iterations,
+                "{method:?} did not converge"
+            );
+            assert!(
+                after <= f64::from(DEFAULT_TOLERANCE) * 1.01,
+                "{method:?}: {after}"
+            );
+            assert!((f64::from(report.max_violation_before) - before).abs() < 1e-5 * before);
+            assert!((f64::from(report.max_violation_after) - after).abs() < 1e-6);
+            sweeps[k] = report.sweeps;
+        }
+        assert!(
+            sweeps[1] < sweeps[0],
+            "Gauss–Seidel should need fewer sweeps than Jacobi: {sweeps:?}"
+        );
+    }
+
+    #[test]
+    fn results_are_bit_identical_for_1_and_4_threads() {
+        // 100 × 100 vertices, ~30k edges in 6–8 colours: every loop (edges, vertices, and the larger
+        // colours) is above PARALLEL_MIN, so the rayon paths run.
+        let c = perturbed_grid(100, 100, 0.3, 0.8, 3);
+        let limiter = StrainLimiter::new(c.x.len(), &c.edges);
+        let largest_colour = (0..limiter.num_colours())
+            .map(|k| limiter.colour_edges(k).len())
+            .max()
+            .unwrap_or(0);
+        assert!(c.x.len() >= PARALLEL_MIN && largest_colour >= PARALLEL_MIN);
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            let lim = limit(method, 40);
+            let results: Vec<_> = [1usize, 4]
+                .into_iter()
+                .map(|threads| {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .expect("building a rayon pool");
+                    pool.install(|| run(&c, &lim))
+                })
+                .collect();
+            let bits = |v: &[Vec3]| -> Vec<[u32; 3]> {
+                v.iter()
+                    .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
+                    .collect()
+            };
+            assert!(results[0].1.sweeps > 0);
+            assert_eq!(results[0].1, results[1].1, "{method:?}");
+            assert!(bits(&results[0].0) == bits(&results[1].0), "{method:?}");
+        }
+    }
+
+    #[test]
+    fn iteration_cap_is_honoured_and_leftover_reported() {
+        let c = perturbed_grid(12, 10, 0.3, 0.8, 5);
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            // Cap 0: measure only.
+            let lim = limit(method, 0);
+            let (v, report) = run(&c, &lim);
+            assert_eq!(v, c.v);
+            assert_eq!(report.sweeps, 0);
+            assert!(report.corrected_edges > 0);
+            assert_eq!(report.max_violation_after, report.max_violation_before);
+            // Cap 1: one sweep, a leftover violation, reported as measured.
+            let lim = limit(method, 1);
+            let (v, report) = run(&c, &lim);
+            let after = max_violation(&c, &v, &lim);
+            assert_eq!(report.sweeps, 1, "{method:?}");
+            assert!(after > f64::from(DEFAULT_TOLERANCE), "{method:?}: {after}");
+            assert!(after < f64::from(report.max_violation_before));
+            assert!((f64::from(report.max_violation_after) - after).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn stretch_and_compression_limits_are_separate() {
+        let lim = |s_t, s_c| StrainLimit {
+            max_stretch: s_t,
+            max_compress: s_c,
+            iterations: 4,
+            method: StrainMethod::GaussSeidel,
+        };
+        // (s_t, s_c, predicted x extent, expected length; None = untouched)
+        let cases = [
+            (0.2, 0.0, 1.15f32, None),
+            (0.2, 0.0, 1.3, Some(1.2f64)),
+            (0.2, 0.0, 0.95, Some(1.0)),
+            (0.0, 0.3, 0.8, None),
+            (0.0, 0.3, 0.6, Some(0.7)),
+            (0.0, 0.3, 1.05, Some(1.0)),
+        ];
+        for (s_t, s_c, l, expected) in cases {
+            let c = single_edge(l, [1.0, 1.0]);
+            let (v, _) = run(&c, &lim(s_t, s_c));
+            if expected.is_none() {
+                assert_eq!(v, c.v, "s_t {s_t}, s_c {s_c}: {l} is admissible");
+            }
+            let expected = expected.unwrap_or_else(|| predicted(&c.x, &c.v, H, [0, 1]));
+            let got = predicted(&c.x, &v, H, [0, 1]);
+            assert!(
+                (got - expected).abs() < 2e-6,
+                "s_t {s_t}, s_c {s_c}: {l} -> {got}, expected {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn admissible_lengths_intersect_strain_and_rate() {
+        let lim = limit(StrainMethod::GaussSeidel, 1);
+        let close = |(lo, hi): (f64, f64), (a, b): (f64, f64)| {
+            assert!((lo - a).abs() < 1e-7 && (hi - b).abs() < 1e-7, "{lo}, {hi}");
+        };
+        close(lim.admissible_lengths(None, 2.0, 5.0), (1.8, 2.2));
+        close(lim.admissible_lengths(Some(0.05), 2.0, 2.0), (1.9, 2.1));
+        close(
+            lim.admissible_lengths(Some(0.05), 2.0, 1.95),
+            (1.8525, 2.0475),
+        );
+        // Disjoint: the strain bound nearest to the rate interval wins.
+        close(lim.admissible_lengths(Some(0.1), 2.0, 3.0), (2.2, 2.2));
+        close(lim.admissible_lengths(Some(0.1), 2.0, 1.0), (1.8, 1.8));
+        close(lim.admissible_lengths(Some(0.1), 2.0, 0.0), (1.8, 1.8));
+    }
+
+    #[test]
+    fn rate_limit_bounds_the_length_change() {
+        let mut c = single_edge(1.08, [1.0, 1.0]);
+        let mut limiter = StrainLimiter::new(2, &c.edges);
+        assert_eq!(
+            limiter.set_rate_limit(Some(-1.0)),
+            Err(StrainLimitError::RateLimit(-1.0))
+        );
+        limiter
+            .set_rate_limit(Some(0.05))
+            .expect("a valid rate limit");
+        let lim = limit(StrainMethod::Jacobi, 4);
+        let mut v = c.v.clone();
+        let _ = limiter.apply(&lim, H, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest);
+        assert!((predicted(&c.x, &v, H, [0, 1]) - 1.05).abs() < 2e-6);
+        // Start 60% stretched: the rate interval [1.44, 1.76] misses [0.9, 1.1]; strain wins -> 1.1.
+        c.x[1] = Vec3::new(1.6, 0.0, 0.0);
+        c.v[1] = Vec3::ZERO;
+        c.v[0] = Vec3::ZERO;
+        let mut v = c.v.clone();
+        let _ = limiter.apply(&lim, H, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest);
+        assert!((predicted(&c.x, &v, H, [0, 1]) - 1.1).abs() < 2e-6);
+    }
+
+    #[test]
+    fn coincident_predicted_ends_use_the_start_direction() {
+        // Predicted length exactly 0 (h = 0.25 and v = −2 m/s are exact): pushed apart along
+        // x_j − x_i to (1 − s_c) L0.
+        let h = 0.25;
+        let c = Cloth {
+            x: vec![Vec3::ZERO, Vec3::new(0.0, 0.5, 0.0)],
+            v: vec![Vec3::ZERO, Vec3::new(0.0, -2.0, 0.0)],
+            inv_mass: vec![1.0, 1.0],
+            edges: vec![[0, 1]],
+            rest: vec![0.5],
+        };
+        assert_eq!(predicted(&c.x, &c.v, h, [0, 1]), 0.0);
+        let (v, report) = run_h(&c, &limit(StrainMethod::GaussSeidel, 2), h);
+        assert!((predicted(&c.x, &v, h, [0, 1]) - 0.45).abs() < 1e-6);
+        assert!(v[0].x == 0.0 && v[0].z == 0.0 && v[1].x == 0.0 && v[1].z == 0.0);
+        assert_eq!(report.sweeps, 1);
+    }
+
+    #[test]
+    fn colouring_is_a_proper_edge_colouring() {
+        let (x, edges) = grid(9, 7, 1.0);
+        let limiter = StrainLimiter::new(x.len(), &edges);
+        let mut seen = vec![false; edges.len()];
+        for c in 0..limiter.num_colours() {
+            let mut used = vec![false; x.len()];
+            for &e in limiter.colour_edges(c) {
+                assert!(!seen[e as usize], "edge {e} coloured twice");
+                seen[e as usize] = true;
+                for k in edges[e as usize] {
+                    assert!(!used[k as usize], "colour {c} touches vertex {k} twice");
+                    used[k as usize] = true;
+                }
+            }
+            assert!(limiter.colour_edges(c).windows(2).all(|w| w[0] < w[1]));
+        }
+        assert!(seen.iter().all(|&s| s));
+        // Maximum degree 6 on this grid: greedy needs at most 2·6 − 1 colours.
+        assert!(limiter.num_colours() <= 11, "{}", limiter.num_colours());
+    }
+
+    #[test]
+    fn validate_rejects_out_of_range_parameters() {
+        let ok = limit(StrainMethod::Jacobi, 1);
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(StrainLimit::default().validate(), Ok(()));
+        let bad = StrainLimit {
+            max_stretch: -0.1,
+            ..ok
+        };
+        assert_eq!(bad.validate(), Err(StrainLimitError::MaxStretch(-0.1)));
+        let bad = StrainLimit {
+            max_compress: 1.5,
+            ..ok
+        };
+        assert_eq!(bad.validate(), Err(StrainLimitError::MaxCompress(1.5)));
+        let mut limiter = StrainLimiter::new(2, &[[0, 1]]);
+        assert!(limiter.set_tolerance(f32::NAN).is_err());
+        assert_eq!(limiter.tolerance(), DEFAULT_TOLERANCE);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn new_rejects_out_of_range_edges() {
+        let _ = StrainLimiter::new(2, &[[0, 2]]);
+    }
+
+    #[test]
+    fn apply_does_not_allocate() {
+        let c = perturbed_grid(12, 10, 0.3, 0.8, 9);
+        assert!(
+            c.edges.len() < PARALLEL_MIN,
+            "must run on this thread to be counted"
+        );
+        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+            let mut limiter = StrainLimiter::new(c.x.len(), &c.edges);
+            let mut v = c.v.clone();
+            let lim = limit(method, 30);
+            let (report, allocations) = allocations_during(|| {
+                limiter.apply(&lim, H, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest)
+            });
+            assert!(report.sweeps > 0);
+            assert_eq!(allocations, 0, "{method:?}");
+        }
+    }
+}
