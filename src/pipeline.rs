@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use smallvec::SmallVec;
 
+use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::Stage;
@@ -28,17 +29,20 @@ use crate::world::{Cloth, WorldSettings};
 pub fn substep(
     cloth: &mut Cloth,
     colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
     h: f32,
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
-    substep_controlled(cloth, colliders, settings, h, 0, deadline, stats);
+    substep_controlled(cloth, colliders, obstacles, settings, h, 0, deadline, stats);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn substep_controlled(
     cloth: &mut Cloth,
     colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
     h: f32,
     depth: u32,
@@ -53,7 +57,7 @@ fn substep_controlled(
             .system
             .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
     }
-    advance(cloth, colliders, settings, h, deadline, stats);
+    advance(cloth, colliders, obstacles, settings, h, deadline, stats);
     if !may_reject {
         return;
     }
@@ -79,7 +83,16 @@ fn substep_controlled(
         pin.target -= cloth.pin_velocity * h;
     }
     let half = 0.5 * h;
-    substep_controlled(cloth, colliders, settings, half, depth + 1, deadline, stats);
+    substep_controlled(
+        cloth,
+        colliders,
+        &obstacles.part(0.0, 0.5),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+        stats,
+    );
     // Colliders at the midpoint: a small inline buffer, so step control does
     // not allocate for up to 8 colliders.
     let mid: SmallVec<[ColliderView; 8]> = colliders
@@ -89,13 +102,24 @@ fn substep_controlled(
             ..*c
         })
         .collect();
-    substep_controlled(cloth, &mid, settings, half, depth + 1, deadline, stats);
+    substep_controlled(
+        cloth,
+        &mid,
+        &obstacles.part(0.5, 1.0),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+        stats,
+    );
 }
 
 /// One unconditional substep of length `h`.
+#[allow(clippy::too_many_arguments)]
 fn advance(
     cloth: &mut Cloth,
     colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
     h: f32,
     deadline: &mut Deadline,
@@ -111,7 +135,7 @@ fn advance(
     }
     let t = lap(stats, Stage::Kinematics, t);
 
-    let (x, v, mass) = cloth.state.split_mut();
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
     cloth.constraints.build(
         h,
         x,
@@ -165,9 +189,29 @@ fn advance(
         colliders,
         cloth.friction,
     );
+    let t = lap(stats, Stage::Finish, t);
+
+    // Collisions on v½ = (x* − x0)/h = v1 + y/h (METHODS-bw-bridson §3.1); the
+    // end velocity keeps BW's v1 plus the collision corrections:
+    // v = v1 + (v½_corrected − v½) = v½_corrected − y/h.
+    let inv_h = 1.0 / h;
     let y = cloth.constraints.y();
-    for i in 0..x.len() {
-        x[i] += h * v[i] + y[i];
+    for (vi, yi) in v.iter_mut().zip(y) {
+        *vi += *yi * inv_h;
+    }
+    let cs = cloth.collision.resolve(
+        &cloth.collision_settings,
+        h,
+        x,
+        v,
+        mass,
+        inv_mass,
+        obstacles,
+    );
+    stats.add_collisions(&cs);
+    for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
+        *xi += h * *vi;
+        *vi -= *yi * inv_h;
     }
     for pin in &cloth.pins {
         // Exactly on target, whatever the rounding of x0 + h v1.
@@ -175,7 +219,7 @@ fn advance(
     }
     stats.contacts = cloth.constraints.active_contacts();
     stats.contacts_released += cloth.constraints.released_contacts();
-    lap(stats, Stage::Finish, t);
+    lap(stats, Stage::Collide, t);
     stats.substeps += 1;
 }
 

@@ -72,10 +72,15 @@ impl ClothState {
         (&mut self.positions, &mut self.velocities)
     }
 
-    /// Positions and velocities (mutable) with the masses (read-only): what
-    /// an integrator needs at once.
-    pub fn split_mut(&mut self) -> (&mut [Vec3], &mut [Vec3], &[f32]) {
-        (&mut self.positions, &mut self.velocities, &self.mass)
+    /// Positions and velocities (mutable) with the masses and inverse masses
+    /// (read-only): what an integrator needs at once.
+    pub fn split_mut(&mut self) -> (&mut [Vec3], &mut [Vec3], &[f32], &[f32]) {
+        (
+            &mut self.positions,
+            &mut self.velocities,
+            &self.mass,
+            &self.inv_mass,
+        )
     }
 
     /// Mutable positions.

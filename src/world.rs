@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use glam::{Vec2, Vec3};
 
+use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
@@ -89,6 +90,8 @@ pub struct ClothDesc {
     pub pin_velocity: Vec3,
     /// Initial velocity of every vertex (m/s).
     pub initial_velocity: Vec3,
+    /// The collision stage (self-collision, obstacle meshes, strain limiting).
+    pub collision: CollisionSettings,
 }
 
 /// Why a cloth could not be created.
@@ -150,6 +153,47 @@ pub struct ColliderDesc {
     pub friction: f32,
 }
 
+/// A triangle-mesh obstacle to create: static, or moving rigidly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObstacleDesc {
+    /// The mesh in its local frame.
+    pub mesh: TriMesh,
+    /// Initial pose.
+    pub pose: Pose,
+    /// Prescribed rigid motion.
+    pub motion: Motion,
+}
+
+/// A triangle-mesh obstacle in the world.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Obstacle {
+    desc: ObstacleDesc,
+    pose: Pose,
+    /// First vertex of this obstacle in the world's obstacle soup.
+    offset: usize,
+}
+
+impl Obstacle {
+    /// Current pose.
+    #[must_use]
+    pub fn pose(&self) -> Pose {
+        self.pose
+    }
+
+    /// The mesh in its local frame.
+    #[must_use]
+    pub fn mesh(&self) -> &TriMesh {
+        &self.desc.mesh
+    }
+
+    /// World positions of the mesh at pose `pose`, into `out`.
+    fn place(&self, pose: &Pose, out: &mut [Vec3]) {
+        for (o, p) in out.iter_mut().zip(&self.desc.mesh.positions) {
+            *o = pose.transform_point(*p);
+        }
+    }
+}
+
 /// A collider in the world.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Collider {
@@ -203,6 +247,8 @@ pub struct Cloth {
     pub(crate) thickness: f32,
     pub(crate) friction: f32,
     pub(crate) air_damping: f32,
+    pub(crate) collision_settings: CollisionSettings,
+    pub(crate) collision: ClothCollision,
 }
 
 impl Cloth {
@@ -250,6 +296,12 @@ impl Cloth {
         }
         let edges = topology.edges().to_vec();
         let rest_lengths = rest_edge_lengths(&mesh, &topology);
+        let c = desc.collision;
+        check_non_negative("collision.thickness", c.thickness)?;
+        check_non_negative("collision.repulsion_stiffness", c.repulsion_stiffness)?;
+        check_non_negative("collision.friction", c.friction)?;
+        let collision =
+            ClothCollision::new(&mesh.triangles, &edges, &rest_lengths, &mesh.positions);
         let ntri = mesh.num_triangles();
         Ok(Self {
             name: desc.name,
@@ -268,6 +320,8 @@ impl Cloth {
             thickness: desc.thickness,
             friction: desc.friction,
             air_damping: desc.air_damping,
+            collision_settings: desc.collision,
+            collision,
         })
     }
 
@@ -332,6 +386,32 @@ impl Cloth {
     }
 }
 
+/// The collision-stage mesh of an analytic shape, in its local frame: a
+/// 20 m square of the plane, an icosphere (4 subdivisions), a capsule, a box.
+fn tessellate(shape: &Shape) -> Result<TriMesh, MeshError> {
+    match *shape {
+        Shape::Plane => crate::mesh::grid(&crate::mesh::GridSpec {
+            nx: 17,
+            ny: 17,
+            size: Vec2::splat(20.0),
+            centre: Vec3::ZERO,
+            u_axis: Vec3::X,
+            v_axis: Vec3::NEG_Z,
+            diagonals: crate::mesh::Diagonals::Alternating,
+        })
+        .map(|mut m| {
+            m.corner_uvs = None;
+            m
+        }),
+        Shape::Sphere { radius } => crate::mesh::icosphere(radius, 4),
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => crate::mesh::capsule(radius, half_length, 48, 12),
+        Shape::Cuboid { half_extents } => crate::mesh::cuboid(half_extents),
+    }
+}
+
 /// Rest lengths from the material coordinates when present (the first
 /// triangle holding the edge), else from the initial positions.
 fn rest_edge_lengths(mesh: &TriMesh, topology: &Topology) -> Vec<f32> {
@@ -387,6 +467,10 @@ pub struct World {
     pub(crate) cloths: Vec<Cloth>,
     pub(crate) colliders: Vec<Collider>,
     pub(crate) collider_views: Vec<ColliderView>,
+    pub(crate) obstacles: Vec<Obstacle>,
+    obstacle_tris: Vec<[u32; 3]>,
+    obstacle_x0: Vec<Vec3>,
+    obstacle_x1: Vec<Vec3>,
     clock: Arc<dyn Clock>,
     time: f64,
     frame: u64,
@@ -401,6 +485,10 @@ impl World {
             cloths: Vec::new(),
             colliders: Vec::new(),
             collider_views: Vec::new(),
+            obstacles: Vec::new(),
+            obstacle_tris: Vec::new(),
+            obstacle_x0: Vec::new(),
+            obstacle_x1: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             time: 0.0,
             frame: 0,
@@ -425,19 +513,73 @@ impl World {
 
     /// Adds a cloth; returns its index.
     pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<usize, ClothError> {
-        let cloth = Cloth::new(desc)?;
+        let mut cloth = Cloth::new(desc)?;
+        cloth
+            .collision
+            .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
         self.cloths.push(cloth);
         Ok(self.cloths.len() - 1)
     }
 
-    /// Adds a collider; returns its index.
-    pub fn add_collider(&mut self, desc: ColliderDesc) -> usize {
+    /// Adds a triangle-mesh obstacle; returns its index. Every cloth's
+    /// collision data is rebuilt for the new obstacle soup (creation time).
+    pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
+        desc.mesh.validate()?;
+        let offset = self.obstacle_x0.len();
+        let base = offset as u32;
+        self.obstacle_tris
+            .extend(desc.mesh.triangles.iter().map(|t| t.map(|i| i + base)));
+        let obstacle = Obstacle {
+            pose: desc.pose,
+            offset,
+            desc,
+        };
+        let n = obstacle.desc.mesh.num_vertices();
+        self.obstacle_x0.resize(offset + n, Vec3::ZERO);
+        self.obstacle_x1.resize(offset + n, Vec3::ZERO);
+        obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
+        self.obstacles.push(obstacle);
+        for c in &mut self.cloths {
+            c.collision
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+        }
+        Ok(self.obstacles.len() - 1)
+    }
+
+    /// The triangle-mesh obstacles.
+    #[must_use]
+    pub fn obstacles(&self) -> &[Obstacle] {
+        &self.obstacles
+    }
+
+    /// World positions of every obstacle vertex now, and the soup's triangles.
+    #[must_use]
+    pub fn obstacle_soup(&self) -> (&[Vec3], &[[u32; 3]]) {
+        (&self.obstacle_x0, &self.obstacle_tris)
+    }
+
+    /// Adds an analytic collider; returns its index.
+    ///
+    /// The shape acts twice: analytically, as velocity filters inside the
+    /// cloth solve (smooth resting contact and friction), and tessellated, as
+    /// an obstacle mesh moving with it in the collision stage (so CCD and
+    /// impact zones guarantee the cloth never passes through it, and cloth–cloth
+    /// impulses never push a layer into it). The tessellation lies inside the
+    /// analytic surface (by at most ~0.1 mm for a 0.3 m sphere), so the two
+    /// agree on which side the cloth is.
+    pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
+        let mesh = tessellate(&desc.shape)?;
+        self.add_obstacle(ObstacleDesc {
+            mesh,
+            pose: desc.pose,
+            motion: desc.motion,
+        })?;
         self.colliders.push(Collider {
             desc,
             pose: desc.pose,
         });
         self.collider_views = Vec::with_capacity(self.colliders.len());
-        self.colliders.len() - 1
+        Ok(self.colliders.len() - 1)
     }
 
     /// The cloths.
@@ -489,10 +631,24 @@ impl World {
             self.collider_views.clear();
             self.collider_views
                 .extend(self.colliders.iter().map(Collider::view));
+            for o in &mut self.obstacles {
+                let next = o.desc.motion.advance(&o.pose, h);
+                let range = o.offset..o.offset + o.desc.mesh.num_vertices();
+                o.place(&o.pose, &mut self.obstacle_x0[range.clone()]);
+                o.place(&next, &mut self.obstacle_x1[range]);
+                o.pose = next;
+            }
+            let obstacles = ObstacleMeshes {
+                x0: &self.obstacle_x0,
+                x1: &self.obstacle_x1,
+                s0: 0.0,
+                s1: 1.0,
+            };
             for cloth in &mut self.cloths {
                 pipeline::substep(
                     cloth,
                     &self.collider_views,
+                    &obstacles,
                     &self.settings,
                     h,
                     &mut deadline,
@@ -503,6 +659,8 @@ impl World {
                 c.advance(h);
             }
         }
+        // Obstacle positions now (the end of the last substep).
+        self.obstacle_x0.copy_from_slice(&self.obstacle_x1);
         self.time += f64::from(dt);
         self.frame += 1;
         for (i, c) in self.cloths.iter().enumerate() {

@@ -179,7 +179,10 @@ fn run(path: &Path, frames: Option<u32>, out: Option<PathBuf>, every: u32) -> Re
     for s in Stage::ALL {
         header.push_str(&format!(",{}_ms", s.column()));
     }
-    header.push_str(",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit");
+    header.push_str(
+        ",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit,\
+         proximity_pairs,ccd_hits,ccd_rounds,zone_rounds,impact_zones,largest_zone,last_resorts,pool_overflows",
+    );
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -284,7 +287,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
     for st in Stage::ALL {
         write!(w, ",{:.4}", s.stage_ms.get(st))?;
     }
-    writeln!(
+    write!(
         w,
         ",{},{},{},{},{:.3e},{},{},{},{:.6},{:.6e},{}",
         s.substeps,
@@ -298,6 +301,18 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.max_strain,
         s.energy,
         u8::from(s.deadline_hit)
+    )?;
+    writeln!(
+        w,
+        ",{},{},{},{},{},{},{},{}",
+        s.proximity_pairs,
+        s.ccd_hits,
+        s.ccd_rounds,
+        s.zone_rounds,
+        s.impact_zones,
+        s.largest_zone,
+        s.last_resorts,
+        s.pool_overflows
     )
 }
 

@@ -5,6 +5,7 @@ pub mod bvh;
 pub mod ccd;
 pub mod impact_zones;
 pub mod proximity;
+pub mod resolve;
 pub mod response;
 pub mod shapes;
 pub mod smoothing;

@@ -1,5 +1,6 @@
 //! Per-frame statistics: data, never printing.
 
+use crate::collide::resolve::CollisionStats;
 use crate::runtime::profile::StageTimes;
 
 /// What one frame did: time per stage, iterations, contacts, strain, budget.
@@ -33,9 +34,37 @@ pub struct FrameStats {
     pub energy: f64,
     /// True if the frame's wall-clock deadline passed during the frame.
     pub deadline_hit: bool,
+    /// Close pairs given repulsion (summed over substeps).
+    pub proximity_pairs: u32,
+    /// Collisions found by CCD (summed over substeps and rounds).
+    pub ccd_hits: u32,
+    /// CCD rounds run (summed).
+    pub ccd_rounds: u32,
+    /// Impact-zone rounds run (summed).
+    pub zone_rounds: u32,
+    /// Largest number of impact zones in one substep.
+    pub impact_zones: u32,
+    /// Vertices in the largest impact zone of the frame.
+    pub largest_zone: u32,
+    /// Substeps whose fail-safe took its last resort (one rigid cloth).
+    pub last_resorts: u32,
+    /// Substeps in which a collision pool had to grow (an overflow).
+    pub pool_overflows: u32,
 }
 
 impl FrameStats {
+    /// Folds one collision stage's outcome in.
+    pub fn add_collisions(&mut self, c: &CollisionStats) {
+        self.proximity_pairs += c.proximity_pairs;
+        self.ccd_hits += c.ccd_hits;
+        self.ccd_rounds += c.ccd_rounds;
+        self.zone_rounds += c.zone_rounds;
+        self.impact_zones = self.impact_zones.max(c.impact_zones);
+        self.largest_zone = self.largest_zone.max(c.largest_zone);
+        self.last_resorts += u32::from(c.last_resort);
+        self.pool_overflows += u32::from(c.pool_grew);
+    }
+
     /// Folds one solve's outcome in.
     pub fn add_solve(&mut self, iterations: u32, residual: f64, converged: bool, indefinite: bool) {
         self.cg_iterations += iterations;

@@ -159,6 +159,9 @@ pub struct ClothSection {
     /// Material.
     #[serde(default)]
     pub material: MaterialSection,
+    /// Collision stage.
+    #[serde(default)]
+    pub collision: CollisionSection,
     /// Pins.
     #[serde(default, rename = "pin")]
     pub pins: Vec<PinSection>,
@@ -382,4 +385,52 @@ pub struct ColliderSection {
     /// Angular velocity about the local origin (rad/s).
     #[serde(default)]
     pub angular_velocity: [f32; 3],
+}
+
+/// `[cloth.collision]`: the Bridson 2002 collision stage.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CollisionSection {
+    /// Cloth–cloth collisions (off by default until crumpling scenes keep
+    /// their strain in bounds; obstacle meshes and tessellated colliders are
+    /// always handled).
+    #[serde(default)]
+    pub self_collision: bool,
+    /// Repulsion spring stiffness (N/m).
+    #[serde(default = "default_repulsion")]
+    pub repulsion_stiffness: f32,
+    /// Strain limit per substep (fraction; 0 = off).
+    #[serde(default = "default_strain_limit")]
+    pub strain_limit: f32,
+    /// Strain limiting sweeps.
+    #[serde(default = "default_strain_iterations")]
+    pub strain_iterations: u32,
+    /// CCD impulse rounds before impact zones.
+    #[serde(default = "default_ccd_rounds")]
+    pub ccd_rounds: u32,
+}
+
+impl Default for CollisionSection {
+    fn default() -> Self {
+        Self {
+            self_collision: false,
+            repulsion_stiffness: default_repulsion(),
+            strain_limit: default_strain_limit(),
+            strain_iterations: default_strain_iterations(),
+            ccd_rounds: default_ccd_rounds(),
+        }
+    }
+}
+
+fn default_repulsion() -> f32 {
+    100.0
+}
+fn default_strain_limit() -> f32 {
+    0.1
+}
+fn default_strain_iterations() -> u32 {
+    16
+}
+fn default_ccd_rounds() -> u32 {
+    3
 }

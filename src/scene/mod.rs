@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 use glam::{Affine3A, EulerRot, Quat, Vec2, Vec3};
 
+use crate::collide::resolve::CollisionSettings;
 use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::integrate::implicit_euler::{BwSettings, RestAngles};
 use crate::linalg::PcgSettings;
 use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file};
@@ -371,10 +373,37 @@ impl Scene {
             .map(|(o, d)| (*o, *d))
             .collect();
         colliders.sort_by_key(|(o, _)| *o);
-        for (_, desc) in colliders {
-            world.add_collider(desc);
+        for (k, (_, desc)) in colliders.into_iter().enumerate() {
+            world
+                .add_collider(desc)
+                .map_err(|source| SceneError::Mesh {
+                    file: self.path.display().to_string(),
+                    key: format!("collider[{k}]"),
+                    source,
+                })?;
         }
         Ok(world)
+    }
+}
+
+/// Material coordinates from the current positions, so rest lengths are the
+/// initial lengths (DESIGN.md `pile-N`): each triangle is laid flat in its own
+/// plane with u along the projection of the grid's `u_axis`, corner 0 kept at
+/// its grid (u, v). Only differences of (u, v) within a triangle matter.
+fn rest_from_positions(mesh: &mut crate::mesh::TriMesh, u_axis: Vec3) {
+    let Some(uvs) = &mut mesh.corner_uvs else {
+        return;
+    };
+    for (t, tri) in mesh.triangles.iter().enumerate() {
+        let p = tri.map(|i| mesh.positions[i as usize]);
+        let n = (p[1] - p[0]).cross(p[2] - p[0]).normalize_or_zero();
+        let u = (u_axis - u_axis.dot(n) * n).normalize_or_zero();
+        let v = n.cross(u);
+        let base = uvs[t][0];
+        for k in 0..3 {
+            let d = p[k] - p[0];
+            uvs[t][k] = base + Vec2::new(d.dot(u), d.dot(v));
+        }
     }
 }
 
@@ -449,6 +478,7 @@ fn cloth_desc(
                         mesh.positions[j * nx + i] += d * normal;
                     }
                 }
+                rest_from_positions(&mut mesh, u_axis);
             }
             mesh
         }
@@ -605,7 +635,37 @@ fn cloth_desc(
             tolerance: sf.solver.cg_tolerance,
         },
     };
+    let cs = &c.collision;
+    if !(cs.repulsion_stiffness.is_finite() && cs.repulsion_stiffness >= 0.0) {
+        return Err(verr(
+            "cloth.collision",
+            "repulsion_stiffness",
+            "must be non-negative".into(),
+        ));
+    }
+    if !(cs.strain_limit.is_finite() && (0.0..1.0).contains(&cs.strain_limit)) {
+        return Err(verr(
+            "cloth.collision",
+            "strain_limit",
+            format!("must be in [0, 1), got {}", cs.strain_limit),
+        ));
+    }
+    let collision = CollisionSettings {
+        self_collision: cs.self_collision,
+        thickness: c.thickness,
+        repulsion_stiffness: cs.repulsion_stiffness,
+        friction: c.friction,
+        strain_limit: (cs.strain_limit > 0.0).then_some(StrainLimit {
+            max_stretch: cs.strain_limit,
+            max_compress: cs.strain_limit,
+            iterations: cs.strain_iterations,
+            method: StrainMethod::GaussSeidel,
+        }),
+        ccd_rounds: cs.ccd_rounds,
+        ..CollisionSettings::default()
+    };
     Ok(ClothDesc {
+        collision,
         name: c.name.clone().unwrap_or_else(|| format!("cloth{ci}")),
         mesh,
         density: c.density,

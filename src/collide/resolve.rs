@@ -1,0 +1,704 @@
+//! The collision stage of Bridson, Fedkiw & Anderson 2002 for one cloth.
+//!
+//! Given start positions x^n and candidate velocities v^{n+1/2} from the
+//! internal dynamics, it changes velocities only (METHODS-bw-bridson §3.1), in
+//! this order:
+//!
+//! 1. strain limiting (§3.2), optional;
+//! 2. repulsion and friction for every pair closer than the thickness η at x^n
+//!    (§3.4–3.8): an inelastic impulse, a capped spring impulse, Coulomb friction;
+//! 3. up to `ccd_rounds` rounds of continuous collision detection (§3.9) with
+//!    inelastic impulses that keep a minimum separation;
+//! 4. rigid impact zones (§3.10), merged until no collision remains: the
+//!    fail-safe, which runs whatever the frame's deadline says.
+//!
+//! **One vertex space.** Cloth vertices come first, then the vertices of every
+//! obstacle mesh; obstacle (and pinned) vertices have inverse mass 0 and their
+//! prescribed velocity, so every stencil, impulse and impact zone treats both
+//! alike.
+//!
+//! **Stencils and impulses** come from [`super::response`]: a pair's two sides,
+//! their interpolation weights and the normal between them, and the impulses
+//! of METHODS-bw-bridson eq. 3.10–3.13 applied through them.
+//!
+//! **Candidate pairs.** The cloth's triangle tree (and the obstacles' tree) give
+//! overlapping triangle pairs; each vertex and each edge is *owned* by one of its
+//! triangles, and a triangle pair only emits the vertex–face and edge–edge tests
+//! of the vertices and edges its triangles own, so every test appears once.
+//! Tests whose elements share a vertex are skipped (adjacent elements).
+//!
+//! **Termination of the fail-safe.** Each impact-zone round that still finds a
+//! collision merges zones (a zone moves rigidly, so it cannot collide with
+//! itself), so after at most (number of vertices) rounds everything colliding
+//! is one zone. The loop is capped at `max_zone_rounds`; past the cap every
+//! cloth vertex joins one zone (with the obstacle vertices it touches), which
+//! moves rigidly — intersection-free against itself because x^n was.
+#![deny(unsafe_code)]
+
+use glam::{DVec3, Vec3};
+
+use super::bvh::{
+    Aabb, Bvh, PairWorkspace, cross_pairs, self_pairs, swept_triangle_boxes, triangle_boxes,
+};
+use super::ccd::{
+    CCD_TOLERANCE_FRACTION, CcdHit, ccd_edge_edge, ccd_point_triangle, min_separation,
+};
+use super::impact_zones::ImpactZones;
+use super::proximity::{proximity_edge_edge, proximity_point_triangle};
+use super::response::{self, Stencil};
+use super::strain_limit::{StrainLimit, StrainLimiter};
+
+/// Settings of the collision stage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollisionSettings {
+    /// Cloth–cloth collisions on or off.
+    pub self_collision: bool,
+    /// Thickness η (m): repulsion acts on pairs closer than this.
+    pub thickness: f32,
+    /// Repulsion spring stiffness k (N/m) of eq. 3.12.
+    pub repulsion_stiffness: f32,
+    /// Coulomb coefficient for cloth–cloth and cloth–obstacle-mesh pairs.
+    pub friction: f32,
+    /// Strain limiting, if any.
+    pub strain_limit: Option<StrainLimit>,
+    /// Rounds of CCD impulses before impact zones.
+    pub ccd_rounds: u32,
+    /// Cap on impact-zone rounds before the last resort.
+    pub max_zone_rounds: u32,
+}
+
+impl Default for CollisionSettings {
+    fn default() -> Self {
+        Self {
+            self_collision: true,
+            thickness: 0.004,
+            repulsion_stiffness: 100.0,
+            friction: 0.3,
+            strain_limit: None,
+            ccd_rounds: 3,
+            max_zone_rounds: 256,
+        }
+    }
+}
+
+/// What the collision stage did in one substep.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CollisionStats {
+    /// Close pairs found at x^n.
+    pub proximity_pairs: u32,
+    /// Collisions found by CCD (all rounds).
+    pub ccd_hits: u32,
+    /// CCD rounds run.
+    pub ccd_rounds: u32,
+    /// Impact-zone rounds run.
+    pub zone_rounds: u32,
+    /// Multi-vertex impact zones of the last zone round.
+    pub impact_zones: u32,
+    /// Vertices in the largest zone.
+    pub largest_zone: u32,
+    /// The zone loop hit its cap and took the last resort.
+    pub last_resort: bool,
+    /// A pair buffer had to grow (pool overflow).
+    pub pool_grew: bool,
+    /// Strain limiting sweeps.
+    pub strain_sweeps: u32,
+}
+
+/// Obstacle mesh vertices over a substep, in world space: at the start and
+/// end of the world's substep, and the part [s0, s1] of it this call covers
+/// (step control may split a substep; positions in between are interpolated
+/// linearly, exact for translations).
+#[derive(Clone, Copy, Debug)]
+pub struct ObstacleMeshes<'a> {
+    /// Vertex positions at the start of the world's substep.
+    pub x0: &'a [Vec3],
+    /// Vertex positions at its end.
+    pub x1: &'a [Vec3],
+    /// Start of the covered part, as a fraction of the substep.
+    pub s0: f32,
+    /// End of the covered part.
+    pub s1: f32,
+}
+
+impl ObstacleMeshes<'_> {
+    /// No obstacle meshes.
+    pub const NONE: ObstacleMeshes<'static> = ObstacleMeshes {
+        x0: &[],
+        x1: &[],
+        s0: 0.0,
+        s1: 1.0,
+    };
+
+    /// The same meshes over the part [a, b] of the covered part.
+    #[must_use]
+    pub fn part(&self, a: f32, b: f32) -> Self {
+        let span = self.s1 - self.s0;
+        Self {
+            s0: self.s0 + a * span,
+            s1: self.s0 + b * span,
+            ..*self
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// verts = [point, tri0, tri1, tri2].
+    PointTriangle,
+    /// verts = [p0, p1, q0, q1].
+    EdgeEdge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Candidate {
+    kind: Kind,
+    verts: [u32; 4],
+}
+
+/// Per-cloth collision data: topology, trees, workspaces; sized at creation.
+#[derive(Debug)]
+pub struct ClothCollision {
+    n: usize,
+    tris: Vec<[u32; 3]>,
+    tri_edges: Vec<[u32; 3]>,
+    edges: Vec<[u32; 2]>,
+    rest_lengths: Vec<f32>,
+    vertex_owner: Vec<u32>,
+    edge_owner: Vec<u32>,
+    bvh: Bvh,
+    boxes: Vec<Aabb>,
+    obstacle_bvh: Option<Bvh>,
+    obstacle_boxes: Vec<Aabb>,
+    obstacle_tris: Vec<[u32; 3]>,
+    obstacle_tri_edges: Vec<[u32; 3]>,
+    obstacle_edges: Vec<[u32; 2]>,
+    obstacle_vertex_owner: Vec<u32>,
+    obstacle_edge_owner: Vec<u32>,
+    self_ws: PairWorkspace,
+    cross_ws: PairWorkspace,
+    candidates: Vec<Candidate>,
+    x0: Vec<Vec3>,
+    v: Vec<Vec3>,
+    x1: Vec<Vec3>,
+    inv_mass: Vec<f32>,
+    mass: Vec<f32>,
+    zones: ImpactZones,
+    strain: StrainLimiter,
+}
+
+impl ClothCollision {
+    /// Builds the collision data of a cloth with `num_vertices` vertices at
+    /// positions `x`, its `triangles`, and its unique sorted `edges` with
+    /// `rest_lengths` (for strain limiting). No obstacle meshes yet.
+    #[must_use]
+    pub fn new(
+        triangles: &[[u32; 3]],
+        edges: &[[u32; 2]],
+        rest_lengths: &[f32],
+        x: &[Vec3],
+    ) -> Self {
+        let num_vertices = x.len();
+        let (tri_edges, vertex_owner, edge_owner) = ownership(num_vertices, triangles, edges);
+        let mut boxes = vec![Aabb::EMPTY; triangles.len()];
+        triangle_boxes(x, triangles, 0.0, &mut boxes);
+        let bvh = Bvh::build(&boxes);
+        Self {
+            n: num_vertices,
+            tris: triangles.to_vec(),
+            tri_edges,
+            edges: edges.to_vec(),
+            rest_lengths: rest_lengths.to_vec(),
+            vertex_owner,
+            edge_owner,
+            bvh,
+            boxes,
+            obstacle_bvh: None,
+            obstacle_boxes: Vec::new(),
+            obstacle_tris: Vec::new(),
+            obstacle_tri_edges: Vec::new(),
+            obstacle_edges: Vec::new(),
+            obstacle_vertex_owner: Vec::new(),
+            obstacle_edge_owner: Vec::new(),
+            self_ws: PairWorkspace::new(),
+            cross_ws: PairWorkspace::new(),
+            candidates: Vec::new(),
+            x0: vec![Vec3::ZERO; num_vertices],
+            v: vec![Vec3::ZERO; num_vertices],
+            x1: vec![Vec3::ZERO; num_vertices],
+            inv_mass: vec![0.0; num_vertices],
+            mass: vec![0.0; num_vertices],
+            zones: ImpactZones::new(num_vertices),
+            strain: StrainLimiter::new(num_vertices, edges),
+        }
+    }
+
+    /// Sets the obstacle meshes this cloth meets (all of them as one soup:
+    /// `triangles` index `x`, the soup's positions now). Called when
+    /// obstacles are added, never in a step.
+    pub fn set_obstacles(&mut self, triangles: &[[u32; 3]], x: &[Vec3]) {
+        let m = x.len();
+        self.obstacle_edges = unique_edges(triangles);
+        let (te, vo, eo) = ownership(m, triangles, &self.obstacle_edges);
+        self.obstacle_tri_edges = te;
+        self.obstacle_vertex_owner = vo;
+        self.obstacle_edge_owner = eo;
+        self.obstacle_tris = triangles.to_vec();
+        self.obstacle_boxes = vec![Aabb::EMPTY; triangles.len()];
+        self.obstacle_bvh = if triangles.is_empty() {
+            None
+        } else {
+            triangle_boxes(x, triangles, 0.0, &mut self.obstacle_boxes);
+            Some(Bvh::build(&self.obstacle_boxes))
+        };
+        let total = self.n + m;
+        for buf in [&mut self.x0, &mut self.v, &mut self.x1] {
+            buf.resize(total, Vec3::ZERO);
+        }
+        self.inv_mass.resize(total, 0.0);
+        self.mass.resize(total, 0.0);
+        self.zones = ImpactZones::new(total);
+    }
+
+    /// Runs the stage on the cloth's start positions `x0`, changing the
+    /// velocities `v` (v^{n+1/2}) in place. `obstacles` are the obstacle meshes
+    /// at the start and end of the substep.
+    #[allow(clippy::too_many_arguments)]
+    pub fn resolve(
+        &mut self,
+        settings: &CollisionSettings,
+        h: f32,
+        x0: &[Vec3],
+        v: &mut [Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+        obstacles: &ObstacleMeshes<'_>,
+    ) -> CollisionStats {
+        let mut stats = CollisionStats::default();
+        let n = self.n;
+        if let Some(limit) = &settings.strain_limit {
+            let report =
+                self.strain
+                    .apply(limit, h, x0, v, inv_mass, &self.edges, &self.rest_lengths);
+            stats.strain_sweeps = report.sweeps;
+        }
+        self.x0[..n].copy_from_slice(x0);
+        self.v[..n].copy_from_slice(v);
+        self.inv_mass[..n].copy_from_slice(inv_mass);
+        self.mass[..n].copy_from_slice(mass);
+        let inv_h = 1.0 / h;
+        for (k, (a, b)) in obstacles.x0.iter().zip(obstacles.x1).enumerate() {
+            let start = a.lerp(*b, obstacles.s0);
+            let end = a.lerp(*b, obstacles.s1);
+            self.x0[n + k] = start;
+            self.v[n + k] = (end - start) * inv_h;
+            self.inv_mass[n + k] = 0.0;
+            self.mass[n + k] = f32::INFINITY;
+        }
+
+        let eta = settings.thickness;
+        // 2. Repulsion and friction at x^n.
+        self.find_candidates(settings, eta, false, &mut stats);
+        let candidates = std::mem::take(&mut self.candidates);
+        for c in &candidates {
+            if self.repel(c, settings, h) {
+                stats.proximity_pairs += 1;
+            }
+        }
+        self.candidates = candidates;
+
+        // 3. CCD rounds with collision impulses.
+        let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
+        let s_min = min_separation(f64::from(eta)) as f32;
+        let mut remaining = true;
+        for _ in 0..settings.ccd_rounds {
+            stats.ccd_rounds += 1;
+            let hits = self.ccd_round(settings, h, eta_c, s_min, &mut stats);
+            stats.ccd_hits += hits;
+            if hits == 0 {
+                remaining = false;
+                break;
+            }
+        }
+
+        // 4. Rigid impact zones until nothing collides.
+        if remaining {
+            self.zones.zones().reset();
+            loop {
+                let hits = self.merge_colliding(settings, h, eta_c, &mut stats);
+                if hits == 0 {
+                    break;
+                }
+                stats.zone_rounds += 1;
+                if stats.zone_rounds > settings.max_zone_rounds {
+                    stats.last_resort = true;
+                    for i in 1..n as u32 {
+                        self.zones.zones().union(0, i);
+                    }
+                }
+                let zs = self.zones.apply_rigid_motion(
+                    h,
+                    &self.x0,
+                    &mut self.v,
+                    &self.mass,
+                    &self.inv_mass,
+                );
+                stats.impact_zones = zs.zones;
+                stats.largest_zone = zs.largest;
+                if stats.last_resort {
+                    break;
+                }
+            }
+        }
+        v.copy_from_slice(&self.v[..n]);
+        stats
+    }
+
+    /// Fills `self.candidates` with the point–triangle and edge–edge tests of
+    /// overlapping triangle pairs: boxes at x^n inflated by `eta`, or (`swept`)
+    /// swept boxes from x^n to x^n + h v inflated by `eta`.
+    fn find_candidates(
+        &mut self,
+        settings: &CollisionSettings,
+        eta: f32,
+        swept: bool,
+        stats: &mut CollisionStats,
+    ) {
+        let n = self.n;
+        if swept {
+            swept_triangle_boxes(
+                &self.x0[..n],
+                &self.x1[..n],
+                &self.tris,
+                eta,
+                &mut self.boxes,
+            );
+        } else {
+            triangle_boxes(&self.x0[..n], &self.tris, eta, &mut self.boxes);
+        }
+        self.bvh.refit(&self.boxes);
+        self.candidates.clear();
+        if settings.self_collision {
+            let tris = &self.tris;
+            let keep = |a: u32, b: u32| !shares_all(&tris[a as usize], &tris[b as usize]);
+            self_pairs(&self.bvh, &keep, &mut self.self_ws);
+            stats.pool_grew |= self.self_ws.grew();
+            for &(a, b) in self.self_ws.pairs() {
+                emit_tests(
+                    &mut self.candidates,
+                    (
+                        a,
+                        &self.tris,
+                        &self.tri_edges,
+                        &self.edges,
+                        &self.vertex_owner,
+                        &self.edge_owner,
+                        0,
+                    ),
+                    (
+                        b,
+                        &self.tris,
+                        &self.tri_edges,
+                        &self.edges,
+                        &self.vertex_owner,
+                        &self.edge_owner,
+                        0,
+                    ),
+                );
+            }
+        }
+        if let Some(obvh) = &mut self.obstacle_bvh {
+            let m = n as u32;
+            if swept {
+                swept_triangle_boxes(
+                    &self.x0[n..],
+                    &self.x1[n..],
+                    &self.obstacle_tris,
+                    eta,
+                    &mut self.obstacle_boxes,
+                );
+            } else {
+                triangle_boxes(
+                    &self.x0[n..],
+                    &self.obstacle_tris,
+                    eta,
+                    &mut self.obstacle_boxes,
+                );
+            }
+            obvh.refit(&self.obstacle_boxes);
+            cross_pairs(&self.bvh, obvh, &mut self.cross_ws);
+            stats.pool_grew |= self.cross_ws.grew();
+            for &(a, b) in self.cross_ws.pairs() {
+                emit_tests(
+                    &mut self.candidates,
+                    (
+                        a,
+                        &self.tris,
+                        &self.tri_edges,
+                        &self.edges,
+                        &self.vertex_owner,
+                        &self.edge_owner,
+                        0,
+                    ),
+                    (
+                        b,
+                        &self.obstacle_tris,
+                        &self.obstacle_tri_edges,
+                        &self.obstacle_edges,
+                        &self.obstacle_vertex_owner,
+                        &self.obstacle_edge_owner,
+                        m,
+                    ),
+                );
+            }
+        }
+    }
+
+    fn positions(&self, c: &Candidate, x: &[Vec3]) -> [DVec3; 4] {
+        c.verts.map(|i| x[i as usize].as_dvec3())
+    }
+
+    /// Repulsion + friction for one candidate if it is close at x^n
+    /// (METHODS-bw-bridson eq. 3.11–3.13, [`response::repel`]). True if close.
+    fn repel(&mut self, c: &Candidate, settings: &CollisionSettings, h: f32) -> bool {
+        let p = self.positions(c, &self.x0);
+        let eta = f64::from(settings.thickness);
+        let stencil = match c.kind {
+            Kind::PointTriangle => {
+                let Some(prox) = proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta) else {
+                    return false;
+                };
+                Stencil::from_point_triangle(
+                    c.verts[0],
+                    [c.verts[1], c.verts[2], c.verts[3]],
+                    &prox,
+                )
+            }
+            Kind::EdgeEdge => {
+                let Some(prox) = proximity_edge_edge([p[0], p[1]], [p[2], p[3]], eta) else {
+                    return false;
+                };
+                Stencil::from_edge_edge([c.verts[0], c.verts[1]], [c.verts[2], c.verts[3]], &prox)
+            }
+        };
+        let d = stencil.overlap(&self.x0, settings.thickness);
+        response::repel(
+            &stencil,
+            d,
+            h,
+            settings.repulsion_stiffness,
+            settings.friction,
+            &mut self.v,
+            &self.inv_mass,
+        );
+        true
+    }
+
+    /// One CCD round: every candidate, in order, tested under the current
+    /// velocities; each hit gets an inelastic impulse with minimum separation
+    /// (METHODS-bw-bridson §3.9). Returns the number of hits.
+    fn ccd_round(
+        &mut self,
+        settings: &CollisionSettings,
+        h: f32,
+        eta_c: f64,
+        s_min: f32,
+        stats: &mut CollisionStats,
+    ) -> u32 {
+        self.update_end_positions(h);
+        self.find_candidates(
+            settings,
+            0.5 * settings.thickness * CCD_TOLERANCE_FRACTION as f32,
+            true,
+            stats,
+        );
+        let mut hits = 0;
+        let candidates = std::mem::take(&mut self.candidates);
+        for c in &candidates {
+            let start = self.positions(c, &self.x0);
+            let end: [DVec3; 4] = std::array::from_fn(|k| {
+                let i = c.verts[k] as usize;
+                (self.x0[i] + h * self.v[i]).as_dvec3()
+            });
+            let Some(hit) = ccd(c.kind, start, end, eta_c) else {
+                continue;
+            };
+            hits += 1;
+            let stencil = match c.kind {
+                Kind::PointTriangle => Stencil::from_point_triangle_hit(
+                    c.verts[0],
+                    [c.verts[1], c.verts[2], c.verts[3]],
+                    &hit,
+                ),
+                Kind::EdgeEdge => Stencil::from_edge_edge_hit(
+                    [c.verts[0], c.verts[1]],
+                    [c.verts[2], c.verts[3]],
+                    &hit,
+                ),
+            };
+            let d0 = stencil.separation(&self.x0) as f32;
+            response::collision_impulse(
+                &stencil,
+                d0,
+                s_min,
+                h,
+                settings.friction,
+                &mut self.v,
+                &self.inv_mass,
+            );
+        }
+        self.candidates = candidates;
+        hits
+    }
+
+    /// Detects collisions under the current velocities and merges the zones
+    /// of every colliding stencil. Returns the number of collisions.
+    fn merge_colliding(
+        &mut self,
+        settings: &CollisionSettings,
+        h: f32,
+        eta_c: f64,
+        stats: &mut CollisionStats,
+    ) -> u32 {
+        self.update_end_positions(h);
+        self.find_candidates(
+            settings,
+            0.5 * settings.thickness * CCD_TOLERANCE_FRACTION as f32,
+            true,
+            stats,
+        );
+        let mut hits = 0;
+        for k in 0..self.candidates.len() {
+            let c = self.candidates[k];
+            let start = self.positions(&c, &self.x0);
+            let end = self.positions(&c, &self.x1);
+            if ccd(c.kind, start, end, eta_c).is_some() {
+                hits += 1;
+                let z = self.zones.zones();
+                z.union(c.verts[0], c.verts[1]);
+                z.union(c.verts[0], c.verts[2]);
+                z.union(c.verts[0], c.verts[3]);
+            }
+        }
+        hits
+    }
+
+    fn update_end_positions(&mut self, h: f32) {
+        for ((x1, x0), v) in self.x1.iter_mut().zip(&self.x0).zip(&self.v) {
+            *x1 = *x0 + h * *v;
+        }
+    }
+}
+
+fn ccd(kind: Kind, start: [DVec3; 4], end: [DVec3; 4], eta_c: f64) -> Option<CcdHit> {
+    match kind {
+        Kind::PointTriangle => ccd_point_triangle(start, end, eta_c),
+        Kind::EdgeEdge => ccd_edge_edge(start, end, eta_c),
+    }
+}
+
+/// True when two triangles are the same triangle (all three vertices shared).
+fn shares_all(a: &[u32; 3], b: &[u32; 3]) -> bool {
+    a.iter().all(|x| b.contains(x))
+}
+
+type Side<'a> = (
+    u32,
+    &'a [[u32; 3]],
+    &'a [[u32; 3]],
+    &'a [[u32; 2]],
+    &'a [u32],
+    &'a [u32],
+    u32,
+);
+
+/// Emits the tests between triangle `a` of one mesh and triangle `b` of
+/// another (or the same) mesh: owned vertices of each against the other
+/// triangle, owned edges against owned edges. `offset` maps a mesh's vertex
+/// indices into the shared vertex space.
+fn emit_tests(out: &mut Vec<Candidate>, a: Side<'_>, b: Side<'_>) {
+    for (s, o) in [(a, b), (b, a)] {
+        let (t, tris, _, _, vowner, _, off) = s;
+        let (u, otris, _, _, _, _, ooff) = o;
+        let tri = tris[t as usize];
+        let other = otris[u as usize].map(|i| i + ooff);
+        for &p in &tri {
+            if vowner[p as usize] != t {
+                continue;
+            }
+            let pg = p + off;
+            if other.contains(&pg) {
+                continue;
+            }
+            out.push(Candidate {
+                kind: Kind::PointTriangle,
+                verts: [pg, other[0], other[1], other[2]],
+            });
+        }
+    }
+    let (ta, atris, atri_edges, aedges, _, aeowner, aoff) = a;
+    let (tb, _, btri_edges, bedges, _, beowner, boff) = b;
+    let _ = atris;
+    for &ea in &atri_edges[ta as usize] {
+        if aeowner[ea as usize] != ta {
+            continue;
+        }
+        let [p0, p1] = aedges[ea as usize].map(|i| i + aoff);
+        for &eb in &btri_edges[tb as usize] {
+            if beowner[eb as usize] != tb {
+                continue;
+            }
+            let [q0, q1] = bedges[eb as usize].map(|i| i + boff);
+            if p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1 {
+                continue;
+            }
+            out.push(Candidate {
+                kind: Kind::EdgeEdge,
+                verts: [p0, p1, q0, q1],
+            });
+        }
+    }
+}
+
+/// Per triangle its three edge indices (edge k joins corners k and k+1), and
+/// the owner triangle of every vertex and edge (the lowest-index triangle
+/// holding it).
+fn ownership(
+    num_vertices: usize,
+    tris: &[[u32; 3]],
+    edges: &[[u32; 2]],
+) -> (Vec<[u32; 3]>, Vec<u32>, Vec<u32>) {
+    let mut vowner = vec![u32::MAX; num_vertices];
+    let mut eowner = vec![u32::MAX; edges.len()];
+    let mut tri_edges = Vec::with_capacity(tris.len());
+    for (t, tri) in tris.iter().enumerate() {
+        let mut te = [0u32; 3];
+        for k in 0..3 {
+            let (a, b) = (tri[k], tri[(k + 1) % 3]);
+            let key = [a.min(b), a.max(b)];
+            let e = edges
+                .binary_search(&key)
+                .expect("every triangle edge is in the sorted edge list")
+                as u32;
+            te[k] = e;
+            if eowner[e as usize] == u32::MAX {
+                eowner[e as usize] = t as u32;
+            }
+            if vowner[a as usize] == u32::MAX {
+                vowner[a as usize] = t as u32;
+            }
+        }
+        tri_edges.push(te);
+    }
+    (tri_edges, vowner, eowner)
+}
+
+/// Unique sorted edges of a triangle list.
+fn unique_edges(tris: &[[u32; 3]]) -> Vec<[u32; 2]> {
+    let mut e: Vec<[u32; 2]> = tris
+        .iter()
+        .flat_map(|t| (0..3).map(move |k| [t[k].min(t[(k + 1) % 3]), t[k].max(t[(k + 1) % 3])]))
+        .collect();
+    e.sort_unstable();
+    e.dedup();
+    e
+}
