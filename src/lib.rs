@@ -43,4 +43,7 @@ pub mod scene;
 pub mod state;
 pub mod world;
 
+#[cfg(test)]
+mod testing;
+
 pub use world::{ClothDesc, ColliderDesc, StepError, World, WorldSettings};

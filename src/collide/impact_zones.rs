@@ -728,28 +728,7 @@ fn is_kinematic(inv_mass: f32) -> bool {
 mod tests {
     use super::*;
 
-    /// SplitMix64: a seeded generator for reproducible random cases.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn range(&mut self, lo: f64, hi: f64) -> f64 {
-            lo + (hi - lo) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn vec3(&mut self, r: f64) -> Vec3 {
-            Vec3::new(
-                self.range(-r, r) as f32,
-                self.range(-r, r) as f32,
-                self.range(-r, r) as f32,
-            )
-        }
-    }
+    use crate::testing::SplitMix64 as Rng;
 
     fn partition(set: &mut ZoneSet) -> Vec<Vec<u32>> {
         set.group().iter().map(<[u32]>::to_vec).collect()
@@ -891,9 +870,9 @@ mod tests {
         for case in 0..200 {
             let n = 12;
             let h = [1.0 / 60.0, 1.0 / 240.0][case % 2] as f32;
-            let offset = rng.vec3(5.0);
-            let x: Vec<Vec3> = (0..n).map(|_| offset + rng.vec3(0.05)).collect();
-            let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3(2.0)).collect();
+            let offset = rng.vec3_f32(5.0);
+            let x: Vec<Vec3> = (0..n).map(|_| offset + rng.vec3_f32(0.05)).collect();
+            let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(2.0)).collect();
             let mass: Vec<f32> = (0..n).map(|_| rng.range(0.001, 0.01) as f32).collect();
             let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
             let mut zones = ImpactZones::new(n);
@@ -1021,12 +1000,12 @@ mod tests {
         let mut rng = Rng(17);
         for case in 0..40 {
             let b = DMat3::from_cols(
-                rng.vec3(1.0).as_dvec3(),
-                rng.vec3(1.0).as_dvec3(),
-                rng.vec3(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
             );
             let inertia = b * b.transpose();
-            let phi = rng.vec3(1.0).as_dvec3() * [1e-5, 1e-2, 1.0, 2.0][case % 4];
+            let phi = rng.vec3_f32(1.0).as_dvec3() * [1e-5, 1e-2, 1.0, 2.0][case % 4];
             let jac = carried_momentum_jacobian(inertia, phi);
             let eps = 1e-6;
             for k in 0..3 {
@@ -1141,8 +1120,8 @@ mod tests {
     fn zone_with_a_pinned_vertex_follows_it() {
         let mut rng = Rng(13);
         let n = 6;
-        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3(0.1)).collect();
-        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
+        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(0.1)).collect();
+        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
         let mass = vec![0.01_f32; n];
         let mut inv_mass = vec![100.0_f32; n];
         inv_mass[2] = 0.0;
@@ -1162,7 +1141,7 @@ mod tests {
             );
         }
         // A static pin holds its whole zone still.
-        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
+        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
         v[2] = Vec3::ZERO;
         zones.apply_rigid_motion(0.01, &x, &mut v, &mass, &inv_mass);
         for i in [0, 1, 2, 3] {
@@ -1255,8 +1234,8 @@ mod tests {
     fn singletons_are_untouched_and_stats_count_zones() {
         let mut rng = Rng(14);
         let n = 30;
-        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
-        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
+        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
+        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
         let mass = vec![0.01_f32; n];
         let mut inv_mass = vec![100.0_f32; n];
         inv_mass[20] = 0.0;
@@ -1293,8 +1272,8 @@ mod tests {
         // up to the worst case of one zone holding every vertex.
         let mut rng = Rng(15);
         let n = 64;
-        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
-        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3(1.0)).collect();
+        let x: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
+        let mut v: Vec<Vec3> = (0..n).map(|_| rng.vec3_f32(1.0)).collect();
         let mass = vec![0.01_f32; n];
         let inv_mass = vec![100.0_f32; n];
         let mut zones = ImpactZones::new(n);
@@ -1333,9 +1312,9 @@ mod tests {
         let mut rng = Rng(16);
         for _ in 0..50 {
             let b = DMat3::from_cols(
-                rng.vec3(1.0).as_dvec3(),
-                rng.vec3(1.0).as_dvec3(),
-                rng.vec3(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
+                rng.vec3_f32(1.0).as_dvec3(),
             );
             let m = b * b.transpose();
             let (values, vectors) = symmetric_eigen(m);
@@ -1346,7 +1325,7 @@ mod tests {
                 );
             }
             // A rotation with an anisotropic stretch: the extraction recovers the rotation.
-            let axis = rng.vec3(1.0).as_dvec3().normalize();
+            let axis = rng.vec3_f32(1.0).as_dvec3().normalize();
             let rotation = DQuat::from_axis_angle(axis, rng.range(-0.5, 0.5));
             let stretch = DMat3::from_diagonal(DVec3::new(1.0, 0.6, 0.3));
             let a = DMat3::from_quat(rotation) * stretch;

@@ -293,29 +293,7 @@ pub fn proximity_edge_edge(p: [DVec3; 2], q: [DVec3; 2], eta: f64) -> Option<Edg
 mod tests {
     use super::*;
 
-    /// SplitMix64: a seeded generator for reproducible random cases.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-            let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            lo + (hi - lo) * u
-        }
-        fn vec3(&mut self, r: f64) -> DVec3 {
-            DVec3::new(
-                self.uniform(-r, r),
-                self.uniform(-r, r),
-                self.uniform(-r, r),
-            )
-        }
-    }
+    use crate::testing::SplitMix64 as Rng;
 
     /// Minimiser of a convex function on `[lo, hi]` by ternary search.
     fn ternary_min(mut lo: f64, mut hi: f64, f: impl Fn(f64) -> f64) -> f64 {

@@ -518,41 +518,7 @@ mod tests {
     use crate::collide::ccd::{ccd_edge_edge, ccd_point_triangle};
     use crate::collide::proximity::{proximity_edge_edge, proximity_point_triangle};
 
-    /// SplitMix64: a seeded generator for reproducible random cases.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in [lo, hi).
-        fn range(&mut self, lo: f64, hi: f64) -> f64 {
-            lo + (hi - lo) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn vec3(&mut self, r: f64) -> Vec3 {
-            Vec3::new(
-                self.range(-r, r) as f32,
-                self.range(-r, r) as f32,
-                self.range(-r, r) as f32,
-            )
-        }
-        fn unit(&mut self) -> DVec3 {
-            loop {
-                let d = DVec3::new(
-                    self.range(-1.0, 1.0),
-                    self.range(-1.0, 1.0),
-                    self.range(-1.0, 1.0),
-                );
-                if d.length() > 0.1 && d.length() < 1.0 {
-                    return d.normalize();
-                }
-            }
-        }
-    }
+    use crate::testing::SplitMix64 as Rng;
 
     /// A random stencil over vertices 0..4 in a shuffled order, of either kind.
     fn random_stencil(rng: &mut Rng, kind: StencilKind) -> Stencil {
@@ -606,7 +572,7 @@ mod tests {
             let inv_mass: Vec<f32> = mass.iter().map(|m| (1.0 / m) as f32).collect();
             // Momentum with the masses the response actually uses (1 / inv_mass).
             let used: Vec<f64> = inv_mass.iter().map(|w| 1.0 / f64::from(*w)).collect();
-            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(2.0)).collect();
+            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(2.0)).collect();
             let dir = if case % 3 == 0 {
                 rng.unit()
             } else {
@@ -640,7 +606,7 @@ mod tests {
             let pinned = (rng.next_u64() % 4) as usize;
             let mut inv_mass = vec![50.0_f32; 4];
             inv_mass[pinned] = 0.0;
-            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(1.0)).collect();
+            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(1.0)).collect();
             let before = v.clone();
             let vn0 = normal_velocity(&s, &v);
             apply_velocity_change(&s, s.normal().as_vec3(), 0.7, &mut v, &inv_mass);
@@ -649,7 +615,7 @@ mod tests {
         }
         // Every vertex infinite: skipped, J = 0, nothing written.
         let s = random_stencil(&mut rng, StencilKind::EdgeEdge);
-        let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(1.0)).collect();
+        let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(1.0)).collect();
         let before = v.clone();
         let j = apply_velocity_change(&s, s.normal().as_vec3(), 1.0, &mut v, &[0.0; 4]);
         assert_eq!(j, 0.0);
@@ -703,7 +669,7 @@ mod tests {
         for case in 0..200 {
             let s = random_stencil(&mut rng, KINDS[case % 2]);
             let inv_mass: Vec<f32> = (0..4).map(|_| rng.range(5.0, 100.0) as f32).collect();
-            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(1.0)).collect();
+            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(1.0)).collect();
             // Make the pair approach.
             let vn = normal_velocity(&s, &v);
             if vn >= 0.0 {
@@ -834,7 +800,7 @@ mod tests {
         for case in 0..100 {
             let s = random_stencil(&mut rng, KINDS[case % 2]);
             let inv_mass = [10.0_f32; 4];
-            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(1.0)).collect();
+            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(1.0)).collect();
             let vn = normal_velocity(&s, &v);
             if vn <= 0.0 {
                 apply_velocity_change(
@@ -870,7 +836,7 @@ mod tests {
                 })
                 .collect();
             let scale = [0.01, 1.0, 30.0][case % 3];
-            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3(scale)).collect();
+            let mut v: Vec<Vec3> = (0..4).map(|_| rng.vec3_f32(scale)).collect();
             let h = [1.0 / 60.0, 1.0 / 600.0, 0.002][case % 3] as f32;
             let s_min = rng.range(1e-5, 1e-3) as f32;
             let d0 = rng.range(-1e-3, 2e-3) as f32;

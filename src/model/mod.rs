@@ -20,37 +20,9 @@ pub mod dihedral;
 pub(crate) mod test_support {
     use glam::{DMat3, DVec3};
 
-    /// SplitMix64: a tiny, seeded, reproducible generator (no `rand` dependency needed).
-    pub(crate) struct SplitMix64(u64);
+    pub(crate) use crate::testing::SplitMix64;
 
     impl SplitMix64 {
-        pub(crate) fn new(seed: u64) -> Self {
-            Self(seed)
-        }
-
-        pub(crate) fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform in [lo, hi).
-        pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-            let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            lo + (hi - lo) * unit
-        }
-
-        /// Each component uniform in [-r, r).
-        pub(crate) fn vec3(&mut self, r: f64) -> DVec3 {
-            DVec3::new(
-                self.uniform(-r, r),
-                self.uniform(-r, r),
-                self.uniform(-r, r),
-            )
-        }
-
         /// A random rotation (normalised quaternion from a 4D box, rejection-sampled in the ball).
         pub(crate) fn rotation(&mut self) -> DMat3 {
             loop {
