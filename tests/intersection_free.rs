@@ -88,3 +88,8 @@ fn check_every_frame(sample: &str, frames: Option<u32>) {
 fn pile_33_is_intersection_free_at_every_frame() {
     check_every_frame("pile-33.toml", None);
 }
+
+#[test]
+fn drape_65_is_intersection_free_at_every_frame() {
+    check_every_frame("drape.toml", None);
+}
