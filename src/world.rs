@@ -162,6 +162,8 @@ pub struct ObstacleDesc {
     pub pose: Pose,
     /// Prescribed rigid motion.
     pub motion: Motion,
+    /// Coulomb coefficient of its surface, applied by the collision stage.
+    pub friction: f32,
 }
 
 /// A triangle-mesh obstacle in the world.
@@ -471,6 +473,7 @@ pub struct World {
     obstacle_tris: Vec<[u32; 3]>,
     obstacle_x0: Vec<Vec3>,
     obstacle_x1: Vec<Vec3>,
+    obstacle_friction: Vec<f32>,
     clock: Arc<dyn Clock>,
     time: f64,
     frame: u64,
@@ -489,6 +492,7 @@ impl World {
             obstacle_tris: Vec::new(),
             obstacle_x0: Vec::new(),
             obstacle_x1: Vec::new(),
+            obstacle_friction: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             time: 0.0,
             frame: 0,
@@ -537,6 +541,8 @@ impl World {
         let n = obstacle.desc.mesh.num_vertices();
         self.obstacle_x0.resize(offset + n, Vec3::ZERO);
         self.obstacle_x1.resize(offset + n, Vec3::ZERO);
+        self.obstacle_friction
+            .resize(offset + n, obstacle.desc.friction.max(0.0));
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
         for c in &mut self.cloths {
@@ -569,10 +575,13 @@ impl World {
     /// agree on which side the cloth is.
     pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
         let mesh = tessellate(&desc.shape)?;
+        // Friction 0 on the tessellation: the solve's contact filters apply
+        // this collider's friction already.
         self.add_obstacle(ObstacleDesc {
             mesh,
             pose: desc.pose,
             motion: desc.motion,
+            friction: 0.0,
         })?;
         self.colliders.push(Collider {
             desc,
@@ -641,6 +650,7 @@ impl World {
             let obstacles = ObstacleMeshes {
                 x0: &self.obstacle_x0,
                 x1: &self.obstacle_x1,
+                friction: &self.obstacle_friction,
                 s0: 0.0,
                 s1: 1.0,
             };

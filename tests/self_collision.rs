@@ -80,6 +80,7 @@ fn standing_sheet_collapses_without_intersections() {
                 rotation: Quat::IDENTITY,
             },
             motion: Motion::default(),
+            friction: 0.3,
         })
         .expect("valid obstacle");
     world

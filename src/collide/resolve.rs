@@ -118,6 +118,10 @@ pub struct ObstacleMeshes<'a> {
     pub x0: &'a [Vec3],
     /// Vertex positions at its end.
     pub x1: &'a [Vec3],
+    /// Coulomb coefficient of each obstacle vertex's surface (0 for the
+    /// tessellation of an analytic collider, whose friction the solve's
+    /// contact filters already apply: counting it here too would double it).
+    pub friction: &'a [f32],
     /// Start of the covered part, as a fraction of the substep.
     pub s0: f32,
     /// End of the covered part.
@@ -129,6 +133,7 @@ impl ObstacleMeshes<'_> {
     pub const NONE: ObstacleMeshes<'static> = ObstacleMeshes {
         x0: &[],
         x1: &[],
+        friction: &[],
         s0: 0.0,
         s1: 1.0,
     };
@@ -186,6 +191,9 @@ pub struct ClothCollision {
     x1: Vec<Vec3>,
     inv_mass: Vec<f32>,
     mass: Vec<f32>,
+    /// Coulomb coefficient per vertex of the shared space: the cloth's for
+    /// cloth vertices, the obstacle surface's for obstacle vertices.
+    surface_friction: Vec<f32>,
     zones: ImpactZones,
     strain: StrainLimiter,
 }
@@ -231,6 +239,7 @@ impl ClothCollision {
             x1: vec![Vec3::ZERO; num_vertices],
             inv_mass: vec![0.0; num_vertices],
             mass: vec![0.0; num_vertices],
+            surface_friction: vec![0.0; num_vertices],
             zones: ImpactZones::new(num_vertices),
             strain: StrainLimiter::new(num_vertices, edges),
         }
@@ -260,6 +269,7 @@ impl ClothCollision {
         }
         self.inv_mass.resize(total, 0.0);
         self.mass.resize(total, 0.0);
+        self.surface_friction.resize(total, 0.0);
         self.zones = ImpactZones::new(total);
     }
 
@@ -297,7 +307,9 @@ impl ClothCollision {
             self.v[n + k] = (end - start) * inv_h;
             self.inv_mass[n + k] = 0.0;
             self.mass[n + k] = f32::INFINITY;
+            self.surface_friction[n + k] = obstacles.friction.get(k).copied().unwrap_or(0.0);
         }
+        self.surface_friction[..n].fill(settings.friction);
 
         let eta = settings.thickness;
         // 2. Repulsion and friction at x^n.
@@ -473,6 +485,14 @@ impl ClothCollision {
         }
     }
 
+    /// One Coulomb coefficient per pair from both sides' surfaces: the
+    /// geometric mean √(μ_a μ_b) (cloth–cloth pairs: the cloth's own μ).
+    fn pair_friction(&self, c: &Candidate) -> f32 {
+        let first = self.surface_friction[c.verts[0] as usize];
+        let second = self.surface_friction[c.verts[3] as usize];
+        (first.max(0.0) * second.max(0.0)).sqrt()
+    }
+
     fn positions(&self, c: &Candidate, x: &[Vec3]) -> [DVec3; 4] {
         c.verts.map(|i| x[i as usize].as_dvec3())
     }
@@ -506,7 +526,7 @@ impl ClothCollision {
             d,
             h,
             settings.repulsion_stiffness,
-            settings.friction,
+            self.pair_friction(c),
             &mut self.v,
             &self.inv_mass,
         );
@@ -556,15 +576,8 @@ impl ClothCollision {
                 ),
             };
             let d0 = stencil.separation(&self.x0) as f32;
-            response::collision_impulse(
-                &stencil,
-                d0,
-                s_min,
-                h,
-                settings.friction,
-                &mut self.v,
-                &self.inv_mass,
-            );
+            let mu = self.pair_friction(c);
+            response::collision_impulse(&stencil, d0, s_min, h, mu, &mut self.v, &self.inv_mass);
         }
         self.candidates = candidates;
         hits
