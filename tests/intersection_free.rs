@@ -93,3 +93,8 @@ fn pile_33_is_intersection_free_at_every_frame() {
 fn drape_65_is_intersection_free_at_every_frame() {
     check_every_frame("drape.toml", None);
 }
+
+#[test]
+fn pile_65_is_intersection_free_at_every_frame() {
+    check_every_frame("pile.toml", None);
+}
