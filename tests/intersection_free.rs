@@ -7,8 +7,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Solid, TriSoup, find_intersections};
-use weft::collide::shapes::Shape;
+use support::{TriSoup, find_intersections};
 
 fn check_every_frame(sample: &str, frames: Option<u32>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,36 +26,7 @@ fn check_every_frame(sample: &str, frames: Option<u32>) {
             stats.last_resorts, 0,
             "{sample} frame {frame}: last resort taken"
         );
-        let solids: Vec<Solid> = world
-            .colliders()
-            .iter()
-            .map(|c| {
-                let pose = c.pose();
-                match c.desc().shape {
-                    Shape::Plane => Solid::Plane {
-                        point: pose.translation,
-                        normal: pose.rotation * glam::Vec3::Y,
-                    },
-                    Shape::Sphere { radius } => Solid::Sphere {
-                        centre: pose.translation,
-                        radius,
-                    },
-                    Shape::Capsule {
-                        radius,
-                        half_length,
-                    } => Solid::Capsule {
-                        a: pose.transform_point(glam::Vec3::new(0.0, -half_length, 0.0)),
-                        b: pose.transform_point(glam::Vec3::new(0.0, half_length, 0.0)),
-                        radius,
-                    },
-                    Shape::Cuboid { half_extents } => Solid::Box {
-                        centre: pose.translation,
-                        half_extents,
-                        rotation: pose.rotation,
-                    },
-                }
-            })
-            .collect();
+        let solids = support::solids_of(&world);
         let (ox, otris) = world.obstacle_soup();
         for cloth in world.cloths() {
             let report = find_intersections(

@@ -6,8 +6,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Solid, TriSoup, find_intersections};
-use weft::collide::shapes::Shape;
+use support::{TriSoup, find_intersections};
 use weft::scene::Scene;
 
 fn run_checked(text: &str, frames: u32) -> weft::world::World {
@@ -16,28 +15,7 @@ fn run_checked(text: &str, frames: u32) -> weft::world::World {
     for frame in 0..frames {
         world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
         let (ox, otris) = world.obstacle_soup();
-        let solids: Vec<Solid> = world
-            .colliders()
-            .iter()
-            .filter_map(|c| match c.desc().shape {
-                Shape::Cuboid { half_extents } => Some(Solid::Box {
-                    centre: c.pose().translation,
-                    half_extents,
-                    rotation: c.pose().rotation,
-                }),
-                Shape::Capsule {
-                    radius,
-                    half_length,
-                } => Some(Solid::Capsule {
-                    a: c.pose()
-                        .transform_point(glam::Vec3::new(0.0, -half_length, 0.0)),
-                    b: c.pose()
-                        .transform_point(glam::Vec3::new(0.0, half_length, 0.0)),
-                    radius,
-                }),
-                _ => None,
-            })
-            .collect();
+        let solids = support::solids_of(&world);
         let cloth = &world.cloths()[0];
         let report = find_intersections(
             &TriSoup {

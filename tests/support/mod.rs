@@ -16,3 +16,40 @@ pub use intersection::{
     IntersectionReport, Solid, TriSoup, find_intersections, find_intersections_brute_force,
     orient3d,
 };
+
+/// The checker's description of every analytic collider of `world`, at its
+/// current pose. Only reads the scene's shape descriptors; the checker itself
+/// stays independent of `src/collide`.
+pub fn solids_of(world: &weft::world::World) -> Vec<Solid> {
+    use weft::collide::shapes::Shape;
+    world
+        .colliders()
+        .iter()
+        .map(|c| {
+            let pose = c.pose();
+            match c.desc().shape {
+                Shape::Plane => Solid::Plane {
+                    point: pose.translation,
+                    normal: pose.rotation * glam::Vec3::Y,
+                },
+                Shape::Sphere { radius } => Solid::Sphere {
+                    centre: pose.translation,
+                    radius,
+                },
+                Shape::Capsule {
+                    radius,
+                    half_length,
+                } => Solid::Capsule {
+                    a: pose.transform_point(glam::Vec3::new(0.0, -half_length, 0.0)),
+                    b: pose.transform_point(glam::Vec3::new(0.0, half_length, 0.0)),
+                    radius,
+                },
+                Shape::Cuboid { half_extents } => Solid::Box {
+                    centre: pose.translation,
+                    half_extents,
+                    rotation: pose.rotation,
+                },
+            }
+        })
+        .collect()
+}
