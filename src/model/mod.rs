@@ -7,11 +7,14 @@
 //!
 //! - [`baraff_witkin`]: Baraff–Witkin 1998 stretch, shear and bend conditions with their damping
 //!   (METHODS-bw-bridson §2.1–2.5), including the definiteness treatment the implicit solver needs.
+//! - [`constraint`]: the [`constraint::ConstraintSet`] interface between scalar constraint families and the
+//!   projection solvers (Wang 2012).
 //! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (METHODS-bw-bridson §2.3, §4.3),
 //!   shared by the Baraff–Witkin bend condition and discrete-shell bending.
 #![deny(unsafe_code)]
 
 pub mod baraff_witkin;
+pub mod constraint;
 pub mod dihedral;
 
 /// Helpers shared by the unit tests of the element kernels: a seeded generator, a robust closeness
