@@ -136,22 +136,9 @@ fn advance(
     let t = lap(stats, Stage::Kinematics, t);
 
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
-    cloth.constraints.build(
-        h,
-        x,
-        v,
-        &cloth.pins,
-        colliders,
-        cloth.thickness,
-        cloth.friction,
-    );
-    for (f, ff) in cloth
-        .external
-        .iter_mut()
-        .zip(cloth.constraints.friction_forces())
-    {
-        *f += *ff;
-    }
+    cloth
+        .constraints
+        .build(h, x, v, &cloth.pins, colliders, cloth.thickness);
     let t = lap(stats, Stage::Contacts, t);
 
     let mut pcg = cloth.system.settings().pcg;

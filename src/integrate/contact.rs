@@ -21,24 +21,20 @@
 //! contact is released and not re-engaged next substep unless geometry demands
 //! it (a predicted approach within η).
 //!
-//! **Friction** (a departure: BW98 gives none for these contacts). Coulomb
-//! friction with the same filter machinery, so stiff cloth cannot be held
-//! by a velocity clamp that the implicit solve never had to fight:
-//!
-//! - *stick*: the vertex follows the surface fully (S_i = 0, z_i takes it to the
-//!   surface velocity). After the solve the constraint impulse λ_i splits into
-//!   a normal part λ_n and a tangential part λ_t; if |λ_t| > μ λ_n the contact
-//!   slips from the next substep on (the friction cone, checked on the impulse
-//!   the solve really needed);
-//! - *slip*: only the normal is constrained, and kinetic friction enters the
-//!   solve as a force −μ (λ_n/h) t̂ against the tangential slip direction t̂ at
-//!   the start of the substep (λ_n from the previous substep). If the slip
-//!   velocity reverses during the substep, friction would have stopped it: the
-//!   tangential velocity is zeroed and the contact sticks;
-//! - *impact*: a contact new this substep has no λ_n yet; friction acts as the
-//!   velocity-level Coulomb correction of Bridson 2002 (METHODS-bw-bridson §3.8),
-//!   reducing the tangential velocity by μ λ_n/m, and the contact slips (or
-//!   sticks, if that stopped it).
+//! **Friction**: the velocity-level Coulomb correction of Bridson 2002
+//! (METHODS-bw-bridson §3.8) on the impulse the solve really needed. After the
+//! solve, a contact's normal impulse λ_n = λ_i·n bounds the tangential velocity
+//! change it may cause: the relative tangential velocity v_t is reduced by
+//! min(|v_t|, μ λ_n / m_i). A vertex resting on a surface whose tangential
+//! driving impulse per substep stays below μ λ_n is stopped every substep
+//! (static friction); otherwise it slides with the kinetic deceleration μ λ_n /
+//! (m_i h). This is a choice: an earlier version kept a per-vertex stick/slip
+//! state (stick = fully constrained filter) and a kinetic force inside the
+//! solve; on a cloth, vertices that stick hold their slipping neighbours through
+//! the stiff stretch springs, the neighbours reverse and stick in turn, and a
+//! cloth on an incline with μ < tan α never slid (`tests/friction.rs`). The
+//! stateless correction decides every vertex on the same substep's impulses, so
+//! the whole cloth slides or sticks together.
 //!
 //! A pair's coefficient is √(μ_cloth μ_collider). Vertices touching two or
 //! more surfaces at once are wedged: they follow the surfaces' normal motion and
@@ -75,17 +71,6 @@ pub struct PinTarget {
 /// Largest number of collider contacts recorded per vertex.
 const MAX_CONTACTS: usize = 2;
 
-/// Friction state of a vertex's contact (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FrictionMode {
-    /// New contact: velocity-level Coulomb friction after the solve.
-    Impact,
-    /// Sliding: kinetic friction force inside the solve.
-    Slip,
-    /// Sticking: the vertex follows the surface; the cone is checked after.
-    Stick,
-}
-
 /// One vertex–collider contact of the current substep.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Contact {
@@ -105,14 +90,6 @@ pub struct Constraints {
     contact_count: Vec<u8>,
     /// Persistent across substeps: the vertex was in (unreleased) contact.
     engaged_before: Vec<bool>,
-    /// Persistent: the friction state of each vertex's contact.
-    mode: Vec<FrictionMode>,
-    /// Persistent: the normal impulse λ_n of the last substep (N·s).
-    normal_impulse: Vec<f32>,
-    /// Kinetic friction force of this substep (N), added to the external forces.
-    friction_force: Vec<Vec3>,
-    /// Slip direction t̂ of this substep (unit, or zero).
-    slip_dir: Vec<Vec3>,
     active: u32,
     released: u32,
 }
@@ -128,10 +105,6 @@ impl Constraints {
             contacts: vec![[Contact::default(); MAX_CONTACTS]; n],
             contact_count: vec![0; n],
             engaged_before: vec![false; n],
-            mode: vec![FrictionMode::Impact; n],
-            normal_impulse: vec![0.0; n],
-            friction_force: vec![Vec3::ZERO; n],
-            slip_dir: vec![Vec3::ZERO; n],
             active: 0,
             released: 0,
         }
@@ -167,24 +140,15 @@ impl Constraints {
         self.released
     }
 
-    /// Kinetic friction forces of this substep (N): add them to the external
-    /// forces before assembling.
-    #[must_use]
-    pub fn friction_forces(&self) -> &[Vec3] {
-        &self.friction_force
-    }
-
     /// Forgets contact history (e.g. after a teleport).
     pub fn reset_history(&mut self) {
         self.engaged_before.fill(false);
-        self.mode.fill(FrictionMode::Impact);
-        self.normal_impulse.fill(0.0);
     }
 
     /// Builds S, z, y and the kinetic friction forces for a substep of length
     /// `h` from the state at its start (`x`, `v`), the pins and the colliders.
-    /// `thickness` is η (m), `cloth_friction` the cloth's Coulomb coefficient.
-    #[allow(clippy::too_many_arguments)]
+    /// `thickness` is η (m). Friction is applied after the solve
+    /// ([`Constraints::resolve_after_solve`]).
     pub fn build(
         &mut self,
         h: f32,
@@ -193,7 +157,6 @@ impl Constraints {
         pins: &[PinTarget],
         colliders: &[ColliderView],
         thickness: f32,
-        cloth_friction: f32,
     ) {
         let band = 0.5 * thickness;
         self.active = 0;
@@ -201,8 +164,6 @@ impl Constraints {
             self.filters[i] = Filter::Free;
             self.z[i] = Vec3::ZERO;
             self.y[i] = Vec3::ZERO;
-            self.friction_force[i] = Vec3::ZERO;
-            self.slip_dir[i] = Vec3::ZERO;
             self.contact_count[i] = 0;
             let mut count = 0usize;
             // (η − d) of the deepest contact: positive pushes out to the offset,
@@ -229,11 +190,7 @@ impl Constraints {
                 }
             }
             if count == 0 {
-                self.mode[i] = FrictionMode::Impact;
                 continue;
-            }
-            if !self.engaged_before[i] {
-                self.mode[i] = FrictionMode::Impact;
             }
             self.active += count as u32;
             self.contact_count[i] = count.min(MAX_CONTACTS) as u8;
@@ -242,27 +199,8 @@ impl Constraints {
             if count == 1 {
                 let n = c0.normal;
                 self.y[i] = deepest * n;
-                match self.mode[i] {
-                    FrictionMode::Stick => {
-                        self.filters[i] = Filter::Fixed;
-                        self.z[i] = vrel0;
-                    }
-                    FrictionMode::Slip | FrictionMode::Impact => {
-                        self.filters[i] = Filter::OneDirection(n);
-                        self.z[i] = vrel0.dot(n) * n;
-                    }
-                }
-                if self.mode[i] == FrictionMode::Slip {
-                    let mu =
-                        combine_friction(cloth_friction, colliders[c0.collider as usize].friction);
-                    let vt = -vrel0 + vrel0.dot(n) * n;
-                    let len = vt.length();
-                    if len > 0.0 && mu > 0.0 {
-                        let t = vt / len;
-                        self.slip_dir[i] = t;
-                        self.friction_force[i] = -(mu * self.normal_impulse[i].max(0.0) / h) * t;
-                    }
-                }
+                self.filters[i] = Filter::OneDirection(n);
+                self.z[i] = vrel0.dot(n) * n;
             } else {
                 let c1 = self.contacts[i][1];
                 let p = c0.normal;
@@ -332,48 +270,23 @@ impl Constraints {
             if jn < 0.0 {
                 self.released += 1;
                 self.engaged_before[i] = false;
-                self.mode[i] = FrictionMode::Impact;
-                self.normal_impulse[i] = 0.0;
                 continue;
             }
             self.engaged_before[i] = true;
-            self.normal_impulse[i] = jn;
             if count > 1 {
-                self.mode[i] = FrictionMode::Impact;
+                // Wedged: no friction (module doc).
                 continue;
             }
             let mu = combine_friction(cloth_friction, colliders[c.collider as usize].friction);
             let vrel = v_new[i] - c.surface_velocity;
             let vt = vrel - vrel.dot(n) * n;
-            self.mode[i] = match self.mode[i] {
-                FrictionMode::Stick => {
-                    let lt = lambda[i] - jn * n;
-                    if lt.length() > mu * jn {
-                        FrictionMode::Slip
-                    } else {
-                        FrictionMode::Stick
-                    }
-                }
-                FrictionMode::Slip => {
-                    if self.slip_dir[i] != Vec3::ZERO && vt.dot(self.slip_dir[i]) <= 0.0 {
-                        v_new[i] -= vt;
-                        FrictionMode::Stick
-                    } else {
-                        FrictionMode::Slip
-                    }
-                }
-                FrictionMode::Impact => {
-                    let vt_len = vt.length();
-                    let dv_max = mu * jn / mass[i];
-                    if vt_len <= dv_max {
-                        v_new[i] -= vt;
-                        FrictionMode::Stick
-                    } else {
-                        v_new[i] -= vt * (dv_max / vt_len);
-                        FrictionMode::Slip
-                    }
-                }
-            };
+            let vt_len = vt.length();
+            let dv_max = mu * jn / mass[i];
+            if vt_len <= dv_max {
+                v_new[i] -= vt;
+            } else {
+                v_new[i] -= vt * (dv_max / vt_len);
+            }
         }
     }
 }
@@ -403,7 +316,7 @@ mod tests {
         let mut c = Constraints::new(2);
         let x = [Vec3::new(0.0, 0.011, 0.0), Vec3::new(1.0, 1.0, 0.0)];
         let v = [Vec3::new(0.0, -2.0, 0.0), Vec3::ZERO];
-        c.build(0.01, &x, &v, &[], &[ground(0.0)], 0.005, 0.0);
+        c.build(0.01, &x, &v, &[], &[ground(0.0)], 0.005);
         assert_eq!(c.filters()[0], Filter::OneDirection(Vec3::Y));
         assert!(c.z()[0].abs_diff_eq(Vec3::new(0.0, 2.0, 0.0), 1e-6));
         // y moves it down to the contact offset: 0.011 - 0.006 = 0.005.
@@ -421,7 +334,7 @@ mod tests {
             vertex: 0,
             target: Vec3::new(0.0, 0.1, 0.0),
         }];
-        c.build(0.1, &x, &v, &pins, &[ground(0.0)], 0.005, 0.0);
+        c.build(0.1, &x, &v, &pins, &[ground(0.0)], 0.005);
         assert_eq!(c.filters()[0], Filter::Fixed);
         // v + z = (target - x) / h.
         assert!((v[0] + c.z()[0]).abs_diff_eq(Vec3::new(0.0, 1.0, 0.0), 1e-6));
@@ -436,7 +349,7 @@ mod tests {
             Vec3::new(2.0, 0.004, 0.0),
         ];
         let v = [Vec3::ZERO; 3];
-        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 0.25);
+        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005);
         assert_eq!(c.active_contacts(), 3);
         let lambda = [
             Vec3::new(0.0, -1.0, 0.0),
@@ -454,82 +367,49 @@ mod tests {
         // mu = sqrt(0.25 * 1) = 0.5; dv = 0.5 * 0.5 / 1 = 0.25.
         assert!(vn[1].abs_diff_eq(Vec3::new(2.75, 0.0, 0.0), 1e-6));
         assert_eq!(vn[2], Vec3::ZERO, "static friction stops a slow vertex");
-        assert_eq!(c.mode[1], FrictionMode::Slip);
-        assert_eq!(c.mode[2], FrictionMode::Stick);
     }
 
     #[test]
-    fn slipping_contact_gets_a_kinetic_force_and_sticks_on_reversal() {
+    fn friction_is_decided_afresh_every_substep() {
+        // A sliding vertex decelerates by mu lambda_n / m per substep and stops
+        // exactly when that covers its tangential speed; the filter never
+        // constrains the tangent, whatever happened before.
         let mut c = Constraints::new(1);
         let x = [Vec3::new(0.0, 0.004, 0.0)];
-        let mut v = [Vec3::new(1.0, 0.0, 0.0)];
-        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 1.0);
-        // Impact: lambda_n = 0.02, mu = 1, m = 1 -> dv 0.02 < 1: slips on.
-        c.resolve_after_solve(
-            &[Vec3::new(0.0, 0.02, 0.0)],
-            &mut v,
-            &[1.0],
-            &[ground(1.0)],
-            1.0,
-        );
-        assert_eq!(c.mode[0], FrictionMode::Slip);
-        c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005, 1.0);
-        assert_eq!(c.filters()[0], Filter::OneDirection(Vec3::Y));
-        // -mu lambda_n / h along the slip direction: 1 * 0.02 / 0.01 = 2 N.
-        assert!(c.friction_forces()[0].abs_diff_eq(Vec3::new(-2.0, 0.0, 0.0), 1e-5));
-        // The solve reversed the slip: the contact sticks, tangential velocity zeroed.
-        let mut vr = [Vec3::new(-0.01, 0.0, 0.0)];
-        c.resolve_after_solve(
-            &[Vec3::new(0.0, 0.02, 0.0)],
-            &mut vr,
-            &[1.0],
-            &[ground(1.0)],
-            1.0,
-        );
-        assert_eq!(vr[0], Vec3::ZERO);
-        assert_eq!(c.mode[0], FrictionMode::Stick);
-        c.build(0.01, &x, &vr, &[], &[ground(1.0)], 0.005, 1.0);
-        assert_eq!(
-            c.filters()[0],
-            Filter::Fixed,
-            "sticking follows the surface"
-        );
+        let mut v = [Vec3::new(0.05, 0.0, 0.0)];
+        let lambda = [Vec3::new(0.0, 0.02, 0.0)];
+        // mu = 1, m = 1: at most 0.02 m/s per substep.
+        for expected in [0.03, 0.01, 0.0, 0.0] {
+            c.build(0.01, &x, &v, &[], &[ground(1.0)], 0.005);
+            assert_eq!(c.filters()[0], Filter::OneDirection(Vec3::Y));
+            c.resolve_after_solve(&lambda, &mut v, &[1.0], &[ground(1.0)], 1.0);
+            assert!((v[0].x - expected).abs() < 1e-6, "{} vs {expected}", v[0].x);
+        }
+        // A tangential push below the cone is cancelled; above it, the excess remains.
+        v[0] = Vec3::new(0.0, 0.0, 0.015);
+        c.resolve_after_solve(&lambda, &mut v, &[1.0], &[ground(1.0)], 1.0);
+        assert_eq!(v[0], Vec3::ZERO);
+        v[0] = Vec3::new(0.0, 0.0, 0.05);
+        c.resolve_after_solve(&lambda, &mut v, &[1.0], &[ground(1.0)], 1.0);
+        assert!((v[0].z - 0.03).abs() < 1e-6);
     }
 
     #[test]
-    fn sticking_contact_slips_outside_the_friction_cone() {
+    fn moving_surface_drags_a_resting_vertex() {
+        // Friction acts on the velocity relative to the surface.
+        let belt = ColliderView {
+            motion: Motion {
+                linear_velocity: Vec3::new(1.0, 0.0, 0.0),
+                angular_velocity: Vec3::ZERO,
+            },
+            ..ground(1.0)
+        };
         let mut c = Constraints::new(1);
         let x = [Vec3::new(0.0, 0.004, 0.0)];
         let mut v = [Vec3::ZERO];
-        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
-        c.resolve_after_solve(
-            &[Vec3::new(0.0, 1.0, 0.0)],
-            &mut v,
-            &[1.0],
-            &[ground(0.5)],
-            0.5,
-        );
-        assert_eq!(c.mode[0], FrictionMode::Stick);
-        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
-        // Inside the cone (|lambda_t| = 0.4 <= 0.5 * 1): stays.
-        c.resolve_after_solve(
-            &[Vec3::new(0.4, 1.0, 0.0)],
-            &mut v,
-            &[1.0],
-            &[ground(0.5)],
-            0.5,
-        );
-        assert_eq!(c.mode[0], FrictionMode::Stick);
-        c.build(0.01, &x, &v, &[], &[ground(0.5)], 0.005, 0.5);
-        // Outside (0.6 > 0.5): slips from the next substep.
-        c.resolve_after_solve(
-            &[Vec3::new(0.6, 1.0, 0.0)],
-            &mut v,
-            &[1.0],
-            &[ground(0.5)],
-            0.5,
-        );
-        assert_eq!(c.mode[0], FrictionMode::Slip);
+        c.build(0.01, &x, &v, &[], &[belt], 0.005);
+        c.resolve_after_solve(&[Vec3::new(0.0, 0.3, 0.0)], &mut v, &[1.0], &[belt], 1.0);
+        assert!(v[0].abs_diff_eq(Vec3::new(0.3, 0.0, 0.0), 1e-6), "{}", v[0]);
     }
 
     #[test]
@@ -549,7 +429,7 @@ mod tests {
         let mut c = Constraints::new(1);
         let x = [Vec3::new(0.001, 0.001, 0.0)];
         let v = [Vec3::new(-1.0, -1.0, 0.0)];
-        c.build(0.01, &x, &v, &[], &[ground(0.0), wall], 0.005, 0.0);
+        c.build(0.01, &x, &v, &[], &[ground(0.0), wall], 0.005);
         match c.filters()[0] {
             Filter::TwoDirections(p, q) => {
                 assert!(p.abs_diff_eq(Vec3::Y, 1e-6));
