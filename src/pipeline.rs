@@ -200,6 +200,11 @@ fn advance(
         *xi += h * *vi;
         *vi -= *yi * inv_h;
     }
+    // Optional implicit velocity smoothing of the end velocities (course
+    // notes §4.10): positions are final, so the guarantee above stands.
+    cloth
+        .collision
+        .smooth(&cloth.collision_settings, v, mass, inv_mass);
     for pin in &cloth.pins {
         // Exactly on target, whatever the rounding of x0 + h v1.
         x[pin.vertex as usize] = pin.target;

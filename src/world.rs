@@ -12,6 +12,7 @@ use glam::{Vec2, Vec3};
 
 use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
 use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::collide::track::{Track, TrackError};
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::mesh::{MeshError, Topology, TriMesh};
@@ -196,11 +197,22 @@ impl Obstacle {
     }
 }
 
+/// A body a keyframe [`Track`] can drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Animated {
+    /// An analytic collider (and its tessellation), by index.
+    Collider(usize),
+    /// A triangle-mesh obstacle, by index.
+    Obstacle(usize),
+}
+
 /// A collider in the world.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Collider {
     desc: ColliderDesc,
     pose: Pose,
+    /// Index of its tessellation among the obstacle meshes.
+    obstacle: usize,
 }
 
 impl Collider {
@@ -390,7 +402,7 @@ impl Cloth {
 
 /// The collision-stage mesh of an analytic shape, in its local frame: a
 /// 20 m square of the plane, an icosphere (4 subdivisions), a capsule, a box.
-fn tessellate(shape: &Shape) -> Result<TriMesh, MeshError> {
+pub(crate) fn tessellate(shape: &Shape) -> Result<TriMesh, MeshError> {
     match *shape {
         Shape::Plane => crate::mesh::grid(&crate::mesh::GridSpec {
             nx: 17,
@@ -474,6 +486,8 @@ pub struct World {
     obstacle_x0: Vec<Vec3>,
     obstacle_x1: Vec<Vec3>,
     obstacle_friction: Vec<f32>,
+    /// Keyframe tracks driving colliders and obstacle meshes.
+    tracks: Vec<(Animated, Track)>,
     clock: Arc<dyn Clock>,
     time: f64,
     frame: u64,
@@ -493,6 +507,7 @@ impl World {
             obstacle_x0: Vec::new(),
             obstacle_x1: Vec::new(),
             obstacle_friction: Vec::new(),
+            tracks: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             time: 0.0,
             frame: 0,
@@ -577,7 +592,7 @@ impl World {
         let mesh = tessellate(&desc.shape)?;
         // Friction 0 on the tessellation: the solve's contact filters apply
         // this collider's friction already.
-        self.add_obstacle(ObstacleDesc {
+        let obstacle = self.add_obstacle(ObstacleDesc {
             mesh,
             pose: desc.pose,
             motion: desc.motion,
@@ -586,9 +601,71 @@ impl World {
         self.colliders.push(Collider {
             desc,
             pose: desc.pose,
+            obstacle,
         });
         self.collider_views = Vec::with_capacity(self.colliders.len());
         Ok(self.colliders.len() - 1)
+    }
+
+    /// Makes a collider or obstacle mesh follow keyframed poses from now on
+    /// (replacing its prescribed velocities and any earlier track). The body
+    /// is placed at the track's pose for the current time at once (this is a
+    /// set-up call, not a step); every frame then moves it at the constant
+    /// velocities that reach the track's pose at the frame's end
+    /// ([`Track::motion_to`]).
+    ///
+    /// # Errors
+    /// [`TrackError::NoBody`] if the index names no collider or obstacle.
+    pub fn set_track(&mut self, body: Animated, track: Track) -> Result<(), TrackError> {
+        let pose = track.pose_at(self.time);
+        let obstacle = match body {
+            Animated::Collider(i) => {
+                let count = self.colliders.len();
+                let c = self.colliders.get_mut(i).ok_or(TrackError::NoBody {
+                    what: "collider",
+                    index: i,
+                    count,
+                })?;
+                c.pose = pose;
+                c.desc.motion = Motion::default();
+                c.obstacle
+            }
+            Animated::Obstacle(i) => {
+                if i >= self.obstacles.len() {
+                    return Err(TrackError::NoBody {
+                        what: "obstacle",
+                        index: i,
+                        count: self.obstacles.len(),
+                    });
+                }
+                i
+            }
+        };
+        let o = &mut self.obstacles[obstacle];
+        o.pose = pose;
+        o.desc.motion = Motion::default();
+        let range = o.offset..o.offset + o.desc.mesh.num_vertices();
+        o.place(&pose, &mut self.obstacle_x0[range]);
+        self.tracks.retain(|(b, _)| *b != body);
+        self.tracks.push((body, track));
+        Ok(())
+    }
+
+    /// Sets this frame's velocities of every keyframed body: those reaching
+    /// its track's pose at `t_end` from where it is now, in `dt`.
+    fn drive_tracks(&mut self, t_end: f64, dt: f32) {
+        for (body, track) in &self.tracks {
+            let obstacle = match *body {
+                Animated::Collider(i) => {
+                    let c = &mut self.colliders[i];
+                    c.desc.motion = track.motion_to(&c.pose, t_end, dt);
+                    c.obstacle
+                }
+                Animated::Obstacle(i) => i,
+            };
+            let o = &mut self.obstacles[obstacle];
+            o.desc.motion = track.motion_to(&o.pose, t_end, dt);
+        }
     }
 
     /// The cloths.
@@ -636,6 +713,7 @@ impl World {
         let mut stats = FrameStats::default();
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f32;
+        self.drive_tracks(self.time + f64::from(dt), dt);
         for _ in 0..substeps {
             self.collider_views.clear();
             self.collider_views

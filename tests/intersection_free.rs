@@ -9,7 +9,8 @@ use std::path::Path;
 
 use support::{TriSoup, find_intersections};
 
-fn check_every_frame(sample: &str, frames: Option<u32>) {
+/// Runs `sample` checking every frame; returns the largest edge strain seen.
+fn check_every_frame(sample: &str, frames: Option<u32>) -> f32 {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("samples")
         .join(sample);
@@ -52,19 +53,29 @@ fn check_every_frame(sample: &str, frames: Option<u32>) {
         "{sample}: {frames} frames intersection-free; {hits} CCD hits, largest impact zone {zones}, max strain {:.1}%",
         100.0 * max_strain
     );
+    max_strain
 }
 
 #[test]
 fn pile_33_is_intersection_free_at_every_frame() {
-    check_every_frame("pile-33.toml", None);
+    let _ = check_every_frame("pile-33.toml", None);
 }
 
 #[test]
 fn drape_65_is_intersection_free_at_every_frame() {
-    check_every_frame("drape.toml", None);
+    let max_strain = check_every_frame("drape.toml", None);
+    // Issue 3: strain limiting keeps the strain within drape.toml's 4% limit.
+    // The slack is the resolution of the measurement, not of the limiter: f32
+    // positions near 0.5 m carry 3e-8 m of round-off, 2e-6 of a 1.6 cm edge,
+    // and the limiter triggers at 1e-6 beyond the limit (strain_limit.rs).
+    assert!(
+        max_strain <= 0.04 + 5e-6,
+        "drape-65: max strain {:.4}% over the 4% limit",
+        100.0 * max_strain
+    );
 }
 
 #[test]
 fn pile_65_is_intersection_free_at_every_frame() {
-    check_every_frame("pile.toml", None);
+    let _ = check_every_frame("pile.toml", None);
 }

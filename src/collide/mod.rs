@@ -10,3 +10,4 @@ pub mod response;
 pub mod shapes;
 pub mod smoothing;
 pub mod strain_limit;
+pub mod track;

@@ -50,6 +50,7 @@ use super::ccd::{
 use super::impact_zones::ImpactZones;
 use super::proximity::{proximity_edge_edge, proximity_point_triangle};
 use super::response::{self, Stencil};
+use super::smoothing::{SmoothingReport, VelocitySmoother};
 use super::strain_limit::{StrainLimit, StrainLimiter};
 
 /// Settings of the collision stage.
@@ -69,6 +70,9 @@ pub struct CollisionSettings {
     pub ccd_rounds: u32,
     /// Cap on impact-zone rounds before the last resort.
     pub max_zone_rounds: u32,
+    /// Implicit velocity smoothing of the end velocities (course notes
+    /// §4.10, eq. 4.12), if any: `(strength, CG iterations)`.
+    pub velocity_smoothing: Option<(f32, u32)>,
 }
 
 impl Default for CollisionSettings {
@@ -81,6 +85,7 @@ impl Default for CollisionSettings {
             strain_limit: None,
             ccd_rounds: 3,
             max_zone_rounds: 256,
+            velocity_smoothing: None,
         }
     }
 }
@@ -196,6 +201,7 @@ pub struct ClothCollision {
     surface_friction: Vec<f32>,
     zones: ImpactZones,
     strain: StrainLimiter,
+    smoother: VelocitySmoother,
 }
 
 impl ClothCollision {
@@ -242,6 +248,7 @@ impl ClothCollision {
             surface_friction: vec![0.0; num_vertices],
             zones: ImpactZones::new(num_vertices),
             strain: StrainLimiter::new(num_vertices, edges),
+            smoother: VelocitySmoother::new(num_vertices, edges),
         }
     }
 
@@ -383,6 +390,28 @@ impl ClothCollision {
         }
         v.copy_from_slice(&self.v[..n]);
         stats
+    }
+
+    /// Implicit velocity smoothing of the cloth's end velocities `v`, when the
+    /// settings ask for it (course notes §4.10, eq. 4.12; [`VelocitySmoother`]).
+    ///
+    /// It runs after the positions of the substep are final, so it cannot
+    /// undo the collision stage's guarantee: it only shapes the velocities the
+    /// next substep starts from (and the next collision stage checks).
+    pub fn smooth(
+        &mut self,
+        settings: &CollisionSettings,
+        v: &mut [Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+    ) -> SmoothingReport {
+        match settings.velocity_smoothing {
+            Some((strength, iterations)) => {
+                self.smoother
+                    .apply(strength, iterations, v, mass, inv_mass, &self.edges)
+            }
+            None => SmoothingReport::default(),
+        }
     }
 
     /// Fills `self.candidates` with the point–triangle and edge–edge tests of

@@ -20,14 +20,19 @@ use glam::{Affine3A, EulerRot, Quat, Vec2, Vec3};
 use crate::collide::resolve::CollisionSettings;
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::collide::strain_limit::{StrainLimit, StrainMethod};
+use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
 use crate::integrate::implicit_euler::{BwSettings, RestAngles};
 use crate::linalg::PcgSettings;
 use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use crate::runtime::budget::Budget;
-use crate::world::{ClothDesc, ClothError, ColliderDesc, StepControl, World, WorldSettings};
+use crate::world::{
+    Animated, ClothDesc, ClothError, ColliderDesc, ObstacleDesc, StepControl, World, WorldSettings,
+    tessellate,
+};
 use file::{
-    ClothSection, ColliderSection, DiagonalKind, GridPlane, JacobianKind, SceneFile, ShapeKind,
+    ClothSection, ColliderSection, DiagonalKind, GridPlane, JacobianKind, KeyframeSection,
+    ObstacleSection, SceneFile, ShapeKind,
 };
 
 /// A scene error: what went wrong and where.
@@ -326,7 +331,44 @@ impl Scene {
                     message,
                 )
             })?;
-            entities.spawn((SpawnOrder(order), desc));
+            let e = entities.spawn((SpawnOrder(order), desc));
+            if let Some(track) = track_of(&k.keyframes).map_err(|(key, message)| {
+                value_err(
+                    "collider",
+                    ki,
+                    "time",
+                    format!("collider[{ki}].{key}"),
+                    message,
+                )
+            })? {
+                entities
+                    .insert_one(e, track)
+                    .expect("the entity was just spawned");
+            }
+            order += 1;
+        }
+        for (oi, o) in sf.obstacles.iter().enumerate() {
+            let err = |key: &str, message: String| {
+                value_err(
+                    "obstacle",
+                    oi,
+                    key,
+                    format!("obstacle[{oi}].{key}"),
+                    message,
+                )
+            };
+            let desc = obstacle_desc(o, base, &file, oi).map_err(|e| match e {
+                ObstacleSpecError::Value(key, message) => err(key, message),
+                ObstacleSpecError::Scene(e) => e,
+            })?;
+            let e = entities.spawn((SpawnOrder(order), desc));
+            if let Some(track) =
+                track_of(&o.keyframes).map_err(|(key, message)| err(&key, message))?
+            {
+                entities
+                    .insert_one(e, track)
+                    .expect("the entity was just spawned");
+            }
             order += 1;
         }
         let name = sf.name.clone().unwrap_or_else(|| {
@@ -366,24 +408,171 @@ impl Scene {
                 source,
             })?;
         }
-        let mut colliders: Vec<(SpawnOrder, ColliderDesc)> = self
+        let mut colliders: Vec<(SpawnOrder, ColliderDesc, Option<Track>)> = self
             .entities
-            .query::<(&SpawnOrder, &ColliderDesc)>()
+            .query::<(&SpawnOrder, &ColliderDesc, Option<&Track>)>()
             .iter()
-            .map(|(o, d)| (*o, *d))
+            .map(|(o, d, t)| (*o, *d, t.cloned()))
             .collect();
-        colliders.sort_by_key(|(o, _)| *o);
-        for (k, (_, desc)) in colliders.into_iter().enumerate() {
-            world
+        colliders.sort_by_key(|(o, _, _)| *o);
+        for (k, (_, desc, track)) in colliders.into_iter().enumerate() {
+            let index = world
                 .add_collider(desc)
                 .map_err(|source| SceneError::Mesh {
                     file: self.path.display().to_string(),
                     key: format!("collider[{k}]"),
                     source,
                 })?;
+            if let Some(track) = track {
+                world
+                    .set_track(Animated::Collider(index), track)
+                    .expect("the collider was just added");
+            }
+        }
+        let mut obstacles: Vec<(SpawnOrder, ObstacleDesc, Option<Track>)> = self
+            .entities
+            .query::<(&SpawnOrder, &ObstacleDesc, Option<&Track>)>()
+            .iter()
+            .map(|(o, d, t)| (*o, d.clone(), t.cloned()))
+            .collect();
+        obstacles.sort_by_key(|(o, _, _)| *o);
+        for (k, (_, desc, track)) in obstacles.into_iter().enumerate() {
+            let index = world
+                .add_obstacle(desc)
+                .map_err(|source| SceneError::Mesh {
+                    file: self.path.display().to_string(),
+                    key: format!("obstacle[{k}]"),
+                    source,
+                })?;
+            if let Some(track) = track {
+                world
+                    .set_track(Animated::Obstacle(index), track)
+                    .expect("the obstacle was just added");
+            }
         }
         Ok(world)
     }
+}
+
+/// The keyframe track of a collider or obstacle section, if it has keyframes;
+/// an error names the keyframe (`keyframes[i]`) and says what is wrong.
+fn track_of(keys: &[KeyframeSection]) -> Result<Option<Track>, (String, String)> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let frames = keys
+        .iter()
+        .map(|k| Keyframe {
+            time: k.time,
+            pose: pose_from_euler_deg(k.position, k.rotation_deg),
+        })
+        .collect();
+    match Track::new(frames) {
+        Ok(t) => Ok(Some(t)),
+        Err(e @ (TrackError::NotFinite { index } | TrackError::NotIncreasing { index, .. })) => {
+            Err((format!("keyframes[{index}]"), e.to_string()))
+        }
+        Err(e) => Err(("keyframes".to_string(), e.to_string())),
+    }
+}
+
+/// Why an `[[obstacle]]` section could not become an obstacle.
+enum ObstacleSpecError {
+    /// A value is wrong: (key, message).
+    Value(&'static str, String),
+    /// The OBJ file could not be read or is invalid.
+    Scene(SceneError),
+}
+
+/// An `[[obstacle]]` section as an [`ObstacleDesc`]: the mesh read from its
+/// OBJ file (relative to `base`) or generated from its shape (the same
+/// tessellations as the analytic colliders'), scaled, placed and moving.
+fn obstacle_desc(
+    o: &ObstacleSection,
+    base: &Path,
+    file: &str,
+    oi: usize,
+) -> Result<ObstacleDesc, ObstacleSpecError> {
+    use ObstacleSpecError::Value;
+    let positive = |key: &'static str, v: Option<f32>, shape: ShapeKind| match v {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Some(x) => Err(Value(key, format!("must be positive, got {x}"))),
+        None => Err(Value(key, format!("required for shape {shape:?}"))),
+    };
+    if !(o.scale.is_finite() && o.scale > 0.0) {
+        return Err(Value("scale", format!("must be positive, got {}", o.scale)));
+    }
+    for (key, v) in [
+        ("position", o.position),
+        ("rotation_deg", o.rotation_deg),
+        ("linear_velocity", o.linear_velocity),
+        ("angular_velocity", o.angular_velocity),
+    ] {
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err(Value(key, "must be finite".into()));
+        }
+    }
+    if !(o.friction.is_finite() && o.friction >= 0.0) {
+        return Err(Value(
+            "friction",
+            format!("must be non-negative, got {}", o.friction),
+        ));
+    }
+    let mesh_err = |source: MeshError| {
+        ObstacleSpecError::Scene(SceneError::Mesh {
+            file: file.to_string(),
+            key: format!("obstacle[{oi}]"),
+            source,
+        })
+    };
+    let mut mesh = match (&o.obj, o.shape) {
+        (Some(obj), None) => read_obj_file(&base.join(obj)).map_err(mesh_err)?,
+        (None, Some(kind)) => {
+            let shape = match kind {
+                ShapeKind::Plane => {
+                    return Err(Value(
+                        "shape",
+                        "a plane is not a finite mesh; use a [[collider]] or a box".into(),
+                    ));
+                }
+                ShapeKind::Sphere => Shape::Sphere {
+                    radius: positive("radius", o.radius, kind)?,
+                },
+                ShapeKind::Capsule => Shape::Capsule {
+                    radius: positive("radius", o.radius, kind)?,
+                    half_length: positive("half_length", o.half_length, kind)?,
+                },
+                ShapeKind::Box => {
+                    let h = o
+                        .half_extents
+                        .ok_or(Value("half_extents", "required for shape Box".into()))?;
+                    if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
+                        return Err(Value("half_extents", "must be positive".into()));
+                    }
+                    Shape::Cuboid {
+                        half_extents: Vec3::from_array(h),
+                    }
+                }
+            };
+            tessellate(&shape).map_err(mesh_err)?
+        }
+        _ => {
+            return Err(Value("obj", "give exactly one of `obj` and `shape`".into()));
+        }
+    };
+    if o.scale != 1.0 {
+        mesh.transform(glam::Affine3A::from_scale(Vec3::splat(o.scale)));
+    }
+    mesh.corner_uvs = None;
+    Ok(ObstacleDesc {
+        mesh,
+        pose: pose_from_euler_deg(o.position, o.rotation_deg),
+        motion: Motion {
+            linear_velocity: Vec3::from_array(o.linear_velocity),
+            angular_velocity: Vec3::from_array(o.angular_velocity),
+        },
+        friction: o.friction,
+    })
 }
 
 /// Material coordinates from the current positions, so rest lengths are the
@@ -650,6 +839,13 @@ fn cloth_desc(
             format!("must be in [0, 1), got {}", cs.strain_limit),
         ));
     }
+    if !(cs.velocity_smoothing.is_finite() && cs.velocity_smoothing >= 0.0) {
+        return Err(verr(
+            "cloth.collision",
+            "velocity_smoothing",
+            format!("must be finite and >= 0, got {}", cs.velocity_smoothing),
+        ));
+    }
     let collision = CollisionSettings {
         self_collision: cs.self_collision,
         thickness: c.thickness,
@@ -662,6 +858,8 @@ fn cloth_desc(
             method: StrainMethod::GaussSeidel,
         }),
         ccd_rounds: cs.ccd_rounds,
+        velocity_smoothing: (cs.velocity_smoothing > 0.0 && cs.smoothing_iterations > 0)
+            .then_some((cs.velocity_smoothing, cs.smoothing_iterations)),
         ..CollisionSettings::default()
     };
     Ok(ClothDesc {
