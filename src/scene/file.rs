@@ -35,6 +35,10 @@ pub struct SceneFile {
     /// Colliders, in order.
     #[serde(default, rename = "collider")]
     pub colliders: Vec<ColliderSection>,
+    /// The preview camera (`weft run --preview`); absent = framed from the
+    /// scene bounds.
+    #[serde(default)]
+    pub camera: Option<CameraSection>,
 }
 
 fn default_fps() -> f32 {
@@ -433,4 +437,54 @@ fn default_strain_iterations() -> u32 {
 }
 fn default_ccd_rounds() -> u32 {
     3
+}
+
+/// `[camera]`: the fixed camera of `weft run --preview`. Every key is
+/// optional; a missing `eye` or `target` comes from the default framing of
+/// the scene bounds.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CameraSection {
+    /// Eye position (m).
+    pub eye: Option<[f32; 3]>,
+    /// The point looked at (m).
+    pub target: Option<[f32; 3]>,
+    /// Up direction.
+    #[serde(default = "default_camera_up")]
+    pub up: [f32; 3],
+    /// Vertical field of view (degrees).
+    #[serde(default = "default_camera_fov")]
+    pub fov_deg: f32,
+    /// Image width (pixels).
+    #[serde(default = "default_camera_width")]
+    pub width: u32,
+    /// Image height (pixels).
+    #[serde(default = "default_camera_height")]
+    pub height: u32,
+}
+
+impl Default for CameraSection {
+    fn default() -> Self {
+        Self {
+            eye: None,
+            target: None,
+            up: default_camera_up(),
+            fov_deg: default_camera_fov(),
+            width: default_camera_width(),
+            height: default_camera_height(),
+        }
+    }
+}
+
+fn default_camera_up() -> [f32; 3] {
+    [0.0, 1.0, 0.0]
+}
+fn default_camera_fov() -> f32 {
+    35.0
+}
+fn default_camera_width() -> u32 {
+    640
+}
+fn default_camera_height() -> u32 {
+    480
 }
