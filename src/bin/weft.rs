@@ -58,6 +58,10 @@ enum Command {
         /// initial state); implies --preview.
         #[arg(long, value_name = "LIST")]
         preview_frames: Option<String>,
+        /// Preview image size WIDTHxHEIGHT (default: the scene's `[camera]`
+        /// size, else 640x480).
+        #[arg(long, value_name = "WxH")]
+        preview_size: Option<String>,
         /// Write SVG plots of the per-frame stats (strain, energy, stage
         /// times against the frame budget).
         #[arg(long)]
@@ -98,11 +102,13 @@ fn main() -> ExitCode {
             threads,
             preview,
             preview_frames,
+            preview_size,
             plot,
         } => {
             let pictures = Pictures {
-                preview: preview || preview_frames.is_some(),
+                preview: preview || preview_frames.is_some() || preview_size.is_some(),
                 preview_frames,
+                preview_size,
                 plot,
             };
             with_threads(threads, || {
@@ -199,6 +205,7 @@ fn progress(frames: u32) -> ProgressBar {
 struct Pictures {
     preview: bool,
     preview_frames: Option<String>,
+    preview_size: Option<String>,
     plot: bool,
 }
 
@@ -228,7 +235,13 @@ fn run(
         }),
     };
     let mut previewer = match &preview_set {
-        Some(_) => Some(preview::Preview::new(&scene, &world).map_err(render_err)?),
+        Some(_) => {
+            let size = match &pictures.preview_size {
+                Some(text) => Some(preview::parse_size(text).map_err(Failure::BadInput)?),
+                None => None,
+            };
+            Some(preview::Preview::new(&scene, &world, size).map_err(render_err)?)
+        }
         None => None,
     };
     if let Some(p) = &previewer {
@@ -248,12 +261,13 @@ fn run(
     }
     let mut plot_data = pictures.plot.then(preview::PlotData::default);
     let mut render_ms = Vec::new();
+    let mut write_ms = Vec::new();
     let mut snapshot = |world: &World, f: u32| -> Result<(), Failure> {
         if let (Some(p), Some(set)) = (previewer.as_mut(), &preview_set) {
             if set.contains(f) {
-                let t = std::time::Instant::now();
-                p.save(world, &dir, f).map_err(render_err)?;
-                render_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                let (render, write) = p.save(world, &dir, f).map_err(render_err)?;
+                render_ms.push(render);
+                write_ms.push(write);
             }
         }
         Ok(())
@@ -312,9 +326,10 @@ fn run(
     }
     if !render_ms.is_empty() {
         println!(
-            "{} preview frames, {:.1} ms median to render and write each",
+            "{} preview frames: median {:.1} ms to render, {:.1} ms to encode and write",
             render_ms.len(),
-            percentile(&render_ms, 0.5)
+            percentile(&render_ms, 0.5),
+            percentile(&write_ms, 0.5)
         );
     }
     let threads = rayon::current_num_threads();

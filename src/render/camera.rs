@@ -82,9 +82,15 @@ impl Bounds {
 
 impl Camera {
     /// A camera that sees all of `bounds`: it looks at the box centre along
-    /// [`DEFAULT_VIEW_DIR`] from the distance at which the bounding sphere
-    /// fits the narrower field of view, with a 5 % margin. An empty box
-    /// frames the unit box around the origin.
+    /// [`DEFAULT_VIEW_DIR`] from the smallest distance at which every corner
+    /// of the box projects inside the central 90 % of the image (both
+    /// axes). An empty box frames the unit box around the origin.
+    ///
+    /// For a corner at offset c from the centre, with the camera basis
+    /// (right r, up u, forward f) and eye distance d, the view depth is
+    /// d + c·f, and the corner is inside when |c·r| ≤ tan(h/2)·(d + c·f)
+    /// (likewise for u with the vertical half-angle): each corner gives a
+    /// lower bound on d, and d is the largest.
     #[must_use]
     pub fn framing(bounds: &Bounds, width: u32, height: u32) -> Camera {
         let b = if bounds.is_empty() {
@@ -95,16 +101,30 @@ impl Camera {
         } else {
             *bounds
         };
-        let r = b.radius().max(1e-3);
         let aspect = width.max(1) as f32 / height.max(1) as f32;
-        let half_v = 0.5 * DEFAULT_FOV_DEG.to_radians();
-        // The horizontal half-angle from the vertical one and the aspect.
-        let half_h = (half_v.tan() * aspect).atan();
-        let half = half_v.min(half_h);
-        let distance = 1.05 * r / half.sin();
+        let tan_v = 0.9 * (0.5 * DEFAULT_FOV_DEG.to_radians()).tan();
+        let tan_h = tan_v * aspect;
         let target = b.centre();
+        let back = DEFAULT_VIEW_DIR.normalize();
+        let fwd = -back;
+        let right = fwd.cross(Vec3::Y).normalize();
+        let up = right.cross(fwd);
+        // At least a little in front of the nearest corner.
+        let mut distance = 1e-3f32.max(1.01 * b.radius());
+        for i in 0..8 {
+            let corner = Vec3::new(
+                if i & 1 == 0 { b.min.x } else { b.max.x },
+                if i & 2 == 0 { b.min.y } else { b.max.y },
+                if i & 4 == 0 { b.min.z } else { b.max.z },
+            );
+            let c = corner - target;
+            let depth_offset = c.dot(fwd);
+            distance = distance
+                .max(c.dot(right).abs() / tan_h - depth_offset)
+                .max(c.dot(up).abs() / tan_v - depth_offset);
+        }
         Camera {
-            eye: target + distance * DEFAULT_VIEW_DIR.normalize(),
+            eye: target + distance * back,
             target,
             up: Vec3::Y,
             fov_deg: DEFAULT_FOV_DEG,
@@ -190,6 +210,7 @@ mod tests {
             let cam = Camera::framing(&b, w, h);
             cam.validate().expect("framing gives a valid camera");
             let vp = cam.view_projection();
+            let mut widest = 0.0f32;
             for i in 0..8 {
                 let c = Vec3::new(
                     if i & 1 == 0 { b.min.x } else { b.max.x },
@@ -200,10 +221,13 @@ mod tests {
                 assert!(p.w > 0.0);
                 let ndc = p / p.w;
                 assert!(
-                    ndc.x.abs() < 1.0 && ndc.y.abs() < 1.0,
+                    ndc.x.abs() < 0.9 + 1e-4 && ndc.y.abs() < 0.9 + 1e-4,
                     "{w}x{h}: {c} -> {ndc}"
                 );
+                widest = widest.max(ndc.x.abs()).max(ndc.y.abs());
             }
+            // Tight: some corner touches the 90 % frame.
+            assert!(widest > 0.9 - 1e-3, "{w}x{h}: widest {widest}");
         }
     }
 

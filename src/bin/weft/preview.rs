@@ -2,6 +2,7 @@
 //! physics-free `weft::render` module.
 
 use std::path::Path;
+use std::time::Instant;
 
 use glam::Vec3;
 
@@ -57,6 +58,15 @@ pub fn parse_frames(text: &str, frames: u32) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
+/// Parses `--preview-size 320x240`.
+pub fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--preview-size: `{text}` is not WIDTHxHEIGHT (e.g. 320x240)");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    Ok((w, h))
+}
+
 /// The preview renderer of one run: a fixed camera and the ground.
 pub struct Preview {
     renderer: Renderer,
@@ -77,7 +87,12 @@ impl Preview {
     /// scene bounds: the cloths, the obstacles other than ground planes, the
     /// floor, and below each pinned cloth as much room as the cloth is wide
     /// (so a cloth that swings down from its pins stays in the picture).
-    pub fn new(scene: &Scene, world: &World) -> Result<Self, RenderError> {
+    /// `size` (width, height) overrides the section's image size.
+    pub fn new(
+        scene: &Scene,
+        world: &World,
+        size: Option<(u32, u32)>,
+    ) -> Result<Self, RenderError> {
         // Obstacles: one per collider (a scene makes no other), so planes
         // can be told apart and drawn as ground.
         let colliders = world.colliders();
@@ -133,7 +148,10 @@ impl Preview {
             }
             None => bounds.min.y - 0.05 * bounds.radius(),
         };
-        let c = scene.camera.clone().unwrap_or_default();
+        let mut c = scene.camera.clone().unwrap_or_default();
+        if let Some((w, h)) = size {
+            (c.width, c.height) = (w, h);
+        }
         let framed = Camera::framing(&bounds, c.width, c.height);
         let camera = camera_from(&c, &framed);
         let renderer = Renderer::new(camera, Style::default())?;
@@ -162,13 +180,6 @@ impl Preview {
     pub fn render(&mut self, world: &World) -> Result<Image, RenderError> {
         let (soup, _) = world.obstacle_soup();
         let mut surfaces = Vec::with_capacity(world.cloths().len() + world.obstacles().len() + 1);
-        if let Some((p, t)) = &self.ground {
-            surfaces.push(Surface {
-                kind: SurfaceKind::Ground,
-                positions: p,
-                triangles: t,
-            });
-        }
         let mut offset = 0;
         for (o, kind) in world.obstacles().iter().zip(&self.obstacle_kinds) {
             let n = o.mesh().positions.len();
@@ -186,13 +197,33 @@ impl Preview {
                 triangles: cloth.triangles(),
             });
         }
+        if let Some((p, t)) = &self.ground {
+            surfaces.push(Surface {
+                kind: SurfaceKind::Ground,
+                positions: p,
+                triangles: t,
+            });
+        }
+        // The ground last (stable sort): the z-buffer then skips shading it
+        // where something nearer was drawn already.
+        surfaces.sort_by_key(|s| s.kind == SurfaceKind::Ground);
         self.renderer.render(&surfaces)
     }
 
-    /// Renders the world and writes `preview_<frame:05>.png` into `dir`.
-    pub fn save(&mut self, world: &World, dir: &Path, frame: u32) -> Result<(), RenderError> {
+    /// Renders the world and writes `preview_<frame:05>.png` into `dir`;
+    /// returns the milliseconds spent rendering and encoding + writing.
+    pub fn save(
+        &mut self,
+        world: &World,
+        dir: &Path,
+        frame: u32,
+    ) -> Result<(f64, f64), RenderError> {
+        let t0 = Instant::now();
         let image = self.render(world)?;
-        image.save_png(&dir.join(format!("preview_{frame:05}.png")))
+        let t1 = Instant::now();
+        image.save_png(&dir.join(format!("preview_{frame:05}.png")))?;
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        Ok((ms(t0, t1), ms(t1, Instant::now())))
     }
 }
 
