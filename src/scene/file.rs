@@ -39,6 +39,9 @@ pub struct SceneFile {
     /// scene bounds.
     #[serde(default)]
     pub camera: Option<CameraSection>,
+    /// Wind on every cloth (`model::wind`); absent = still air.
+    #[serde(default)]
+    pub wind: Option<WindSection>,
 }
 
 fn default_fps() -> f32 {
@@ -487,4 +490,40 @@ fn default_camera_width() -> u32 {
 }
 fn default_camera_height() -> u32 {
     480
+}
+
+/// `[wind]`: a uniform wind with deterministic gusts (`model::wind`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WindSection {
+    /// Mean wind velocity (m/s).
+    pub velocity: [f32; 3],
+    /// Air density (kg/m³).
+    #[serde(default = "default_air_density")]
+    pub density: f32,
+    /// Normal pressure coefficient C_n.
+    #[serde(default = "default_wind_drag")]
+    pub drag: f32,
+    /// Tangential skin-friction coefficient C_t.
+    #[serde(default = "default_wind_skin")]
+    pub skin: f32,
+    /// Relative gust amplitude in [0, 1].
+    #[serde(default)]
+    pub gust: f32,
+    /// Gust period (s).
+    #[serde(default = "default_gust_period")]
+    pub gust_period_s: f32,
+}
+
+fn default_air_density() -> f32 {
+    1.2
+}
+fn default_wind_drag() -> f32 {
+    1.2
+}
+fn default_wind_skin() -> f32 {
+    0.02
+}
+fn default_gust_period() -> f32 {
+    2.0
 }

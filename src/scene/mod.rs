@@ -301,6 +301,12 @@ impl Scene {
                 value_err("camera", 0, key, format!("camera.{key}"), message)
             })?;
         }
+        let wind = match &sf.wind {
+            Some(w) => Some(wind_settings(w).map_err(|(key, message)| {
+                value_err("wind", 0, key, format!("wind.{key}"), message)
+            })?),
+            None => None,
+        };
         let settings = WorldSettings {
             gravity: Vec3::from_array(sf.gravity),
             substeps: sf.substeps,
@@ -314,6 +320,7 @@ impl Scene {
                 max_halvings: s.max_halvings,
             },
             energy_stats: false,
+            wind,
         };
         let mut entities = hecs::World::new();
         let mut order = 0u32;
@@ -684,6 +691,36 @@ fn cloth_desc(
         pins,
         pin_velocity: Vec3::ZERO,
         initial_velocity: Vec3::from_array(c.velocity),
+    })
+}
+
+/// Checks `[wind]` and makes the wind model's settings.
+fn wind_settings(
+    w: &file::WindSection,
+) -> Result<crate::model::wind::Wind, (&'static str, String)> {
+    if !w.velocity.iter().all(|x| x.is_finite()) {
+        return Err(("velocity", "must be finite".into()));
+    }
+    for (key, v) in [("density", w.density), ("gust_period_s", w.gust_period_s)] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err((key, format!("must be positive, got {v}")));
+        }
+    }
+    for (key, v) in [("drag", w.drag), ("skin", w.skin)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err((key, format!("must be non-negative, got {v}")));
+        }
+    }
+    if !(w.gust.is_finite() && (0.0..=1.0).contains(&w.gust)) {
+        return Err(("gust", format!("must be in [0, 1], got {}", w.gust)));
+    }
+    Ok(crate::model::wind::Wind {
+        velocity: Vec3::from_array(w.velocity),
+        density: w.density,
+        drag: w.drag,
+        skin: w.skin,
+        gust: w.gust,
+        gust_period_s: w.gust_period_s,
     })
 }
 
