@@ -367,3 +367,71 @@ fn scene_camera_section_parses_and_checks() {
     let e = load(&CAMERA_SCENE.replace("width = 320", "width = 0")).expect_err("zero width");
     assert!(e.to_string().contains("camera.width"), "{e}");
 }
+
+#[test]
+fn weft_run_writes_previews_and_plots() {
+    let out = std::env::temp_dir().join(format!("weft-render-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/hanging.toml");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("run")
+        .arg(&scene)
+        .args([
+            "--frames",
+            "3",
+            "--preview-frames",
+            "0,3",
+            "--preview-size",
+            "64x48",
+            "--plot",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("weft runs");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    for f in [0, 3] {
+        let bytes =
+            std::fs::read(out.join(format!("preview_{f:05}.png"))).expect("preview written");
+        let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .expect("a PNG");
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).expect("frame");
+        assert_eq!((info.width, info.height), (64, 48));
+        // Some cloth (orange or blue) in view, not only ground and sky.
+        let cloth = buf[..info.buffer_size()]
+            .chunks_exact(3)
+            .filter(|p| (i32::from(p[0]) - i32::from(p[2])).abs() > 60)
+            .count();
+        assert!(cloth > 20, "frame {f}: {cloth} cloth pixels");
+    }
+    assert!(!out.join("preview_00001.png").exists());
+    for (name, series) in [
+        ("plot_strain.svg", "max |strain| over edges"),
+        ("plot_energy.svg", "kinetic"),
+        ("plot_times.svg", "solve"),
+    ] {
+        let svg = std::fs::read_to_string(out.join(name)).expect("plot written");
+        balanced_tags(&svg);
+        assert!(
+            svg.contains(&format!("data-name=\"{series}\"")),
+            "{name}: {series}"
+        );
+    }
+    // A frame past the run is bad input (exit code 2).
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "3", "--preview-frames", "4"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("weft runs");
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&out);
+}
