@@ -38,6 +38,7 @@ pub mod linalg;
 pub mod mesh;
 pub mod model;
 pub mod pipeline;
+pub mod render;
 pub mod runtime;
 pub mod scene;
 pub mod state;

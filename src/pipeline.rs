@@ -133,6 +133,11 @@ fn advance(
     for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
         *f = *m * gravity;
     }
+    if let Some(wind) = &settings.wind {
+        // Steady within the substep (World::step samples the gusts).
+        let (x, v) = (cloth.state.positions(), cloth.state.velocities());
+        wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
+    }
     let t = lap(stats, Stage::Kinematics, t);
 
     let (x, v, mass, inv_mass) = cloth.state.split_mut();

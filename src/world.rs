@@ -34,6 +34,8 @@ pub struct WorldSettings {
     pub step_control: StepControl,
     /// Compute the total energy into the frame stats (one extra element pass).
     pub energy_stats: bool,
+    /// Wind on every cloth (`model::wind`); `None` = still air.
+    pub wind: Option<crate::model::wind::Wind>,
 }
 
 impl Default for WorldSettings {
@@ -44,6 +46,7 @@ impl Default for WorldSettings {
             budget: Budget::default(),
             step_control: StepControl::default(),
             energy_stats: false,
+            wind: None,
         }
     }
 }
@@ -714,7 +717,14 @@ impl World {
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f32;
         self.drive_tracks(self.time + f64::from(dt), dt);
-        for _ in 0..substeps {
+        for k in 0..substeps {
+            // The gusting wind is sampled at the start of each substep and
+            // held steady through it.
+            let mut settings = self.settings;
+            if let Some(w) = settings.wind.as_mut() {
+                w.velocity = w.velocity_at(self.time + f64::from(h) * f64::from(k));
+                w.gust = 0.0;
+            }
             self.collider_views.clear();
             self.collider_views
                 .extend(self.colliders.iter().map(Collider::view));
@@ -737,7 +747,7 @@ impl World {
                     cloth,
                     &self.collider_views,
                     &obstacles,
-                    &self.settings,
+                    &settings,
                     h,
                     &mut deadline,
                     &mut stats,

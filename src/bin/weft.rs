@@ -17,6 +17,9 @@ use weft::runtime::stats::FrameStats;
 use weft::scene::{self, Scene};
 use weft::world::World;
 
+#[path = "weft/preview.rs"]
+mod preview;
+
 #[derive(Parser)]
 #[command(
     name = "weft",
@@ -46,6 +49,23 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Write PNG renders preview_<frame>.png: frame 0, every K frames
+        /// (K from --every) and the last; the camera is the scene's
+        /// `[camera]` or frames the scene.
+        #[arg(long)]
+        preview: bool,
+        /// Render exactly these frames instead (comma-separated, 0 = the
+        /// initial state); implies --preview.
+        #[arg(long, value_name = "LIST")]
+        preview_frames: Option<String>,
+        /// Preview image size WIDTHxHEIGHT (default: the scene's `[camera]`
+        /// size, else 640x480).
+        #[arg(long, value_name = "WxH")]
+        preview_size: Option<String>,
+        /// Write SVG plots of the per-frame stats (strain, energy, stage
+        /// times against the frame budget).
+        #[arg(long)]
+        plot: bool,
     },
     /// Validate a scene without running it.
     Check {
@@ -80,7 +100,21 @@ fn main() -> ExitCode {
             out,
             every,
             threads,
-        } => with_threads(threads, || run(&scene, frames, out, every.max(1))),
+            preview,
+            preview_frames,
+            preview_size,
+            plot,
+        } => {
+            let pictures = Pictures {
+                preview: preview || preview_frames.is_some() || preview_size.is_some(),
+                preview_frames,
+                preview_size,
+                plot,
+            };
+            with_threads(threads, || {
+                run(&scene, frames, out, every.max(1), &pictures)
+            })
+        }
         Command::Check { scene } => check(&scene),
         Command::Bench {
             scene,
@@ -167,12 +201,78 @@ fn progress(frames: u32) -> ProgressBar {
     bar
 }
 
-fn run(path: &Path, frames: Option<u32>, out: Option<PathBuf>, every: u32) -> Result<(), Failure> {
+/// What `weft run` draws besides meshes and stats.
+struct Pictures {
+    preview: bool,
+    preview_frames: Option<String>,
+    preview_size: Option<String>,
+    plot: bool,
+}
+
+fn render_err(e: weft::render::RenderError) -> Failure {
+    Failure::BadInput(e.to_string())
+}
+
+fn run(
+    path: &Path,
+    frames: Option<u32>,
+    out: Option<PathBuf>,
+    every: u32,
+    pictures: &Pictures,
+) -> Result<(), Failure> {
     let (scene, mut world) = load(path)?;
     world.settings_mut().energy_stats = true;
     let frames = frames.unwrap_or(scene.frames);
     let dir = out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name));
     fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    let preview_set = match &pictures.preview_frames {
+        Some(list) => Some(preview::FrameSet::List(
+            preview::parse_frames(list, frames).map_err(Failure::BadInput)?,
+        )),
+        None => pictures.preview.then_some(preview::FrameSet::Every {
+            every,
+            last: frames,
+        }),
+    };
+    let mut previewer = match &preview_set {
+        Some(_) => {
+            let size = match &pictures.preview_size {
+                Some(text) => Some(preview::parse_size(text).map_err(Failure::BadInput)?),
+                None => None,
+            };
+            Some(preview::Preview::new(&scene, &world, size).map_err(render_err)?)
+        }
+        None => None,
+    };
+    if let Some(p) = &previewer {
+        let c = p.camera();
+        println!(
+            "preview camera: eye = [{:.3}, {:.3}, {:.3}], target = [{:.3}, {:.3}, {:.3}], fov_deg = {}, {}x{}",
+            c.eye.x,
+            c.eye.y,
+            c.eye.z,
+            c.target.x,
+            c.target.y,
+            c.target.z,
+            c.fov_deg,
+            c.width,
+            c.height
+        );
+    }
+    let mut plot_data = pictures.plot.then(preview::PlotData::default);
+    let mut render_ms = Vec::new();
+    let mut write_ms = Vec::new();
+    let mut snapshot = |world: &World, f: u32| -> Result<(), Failure> {
+        if let (Some(p), Some(set)) = (previewer.as_mut(), &preview_set) {
+            if set.contains(f) {
+                let (render, write) = p.save(world, &dir, f).map_err(render_err)?;
+                render_ms.push(render);
+                write_ms.push(write);
+            }
+        }
+        Ok(())
+    };
+    snapshot(&world, 0)?;
     let csv_path = dir.join("stats.csv");
     let mut csv = BufWriter::new(fs::File::create(&csv_path).map_err(|e| io_err(&csv_path, e))?);
     let mut header = String::from("frame,time_s,frame_ms");
@@ -195,6 +295,9 @@ fn run(path: &Path, frames: Option<u32>, out: Option<PathBuf>, every: u32) -> Re
             Ok(stats) => {
                 write_csv_row(&mut csv, u64::from(f), world.time(), &stats)
                     .map_err(|e| io_err(&csv_path, e))?;
+                if let Some(p) = plot_data.as_mut() {
+                    p.push(f, &stats, &world);
+                }
                 all.push(stats);
             }
             Err(e) => {
@@ -205,10 +308,30 @@ fn run(path: &Path, frames: Option<u32>, out: Option<PathBuf>, every: u32) -> Re
         if f % every == 0 || f == frames {
             write_meshes(&world, &dir, u64::from(f))?;
         }
+        snapshot(&world, f)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     csv.flush().map_err(|e| io_err(&csv_path, e))?;
+    if let Some(p) = &plot_data {
+        let budget = world
+            .settings()
+            .budget
+            .frame_ms
+            .unwrap_or(1e3 / f64::from(scene.fps));
+        for (name, plot) in p.plots(&scene.name, budget) {
+            let path = dir.join(name);
+            fs::write(&path, plot.to_svg()).map_err(|e| io_err(&path, e))?;
+        }
+    }
+    if !render_ms.is_empty() {
+        println!(
+            "{} preview frames: median {:.1} ms to render, {:.1} ms to encode and write",
+            render_ms.len(),
+            percentile(&render_ms, 0.5),
+            percentile(&write_ms, 0.5)
+        );
+    }
     let threads = rayon::current_num_threads();
     let summary = Summary::new(
         &scene.name,

@@ -16,6 +16,7 @@
 pub mod baraff_witkin;
 pub mod constraint;
 pub mod dihedral;
+pub mod wind;
 
 /// Helpers shared by the unit tests of the element kernels: a seeded generator, a robust closeness
 /// check and a symmetric eigenvalue check.

@@ -38,6 +38,13 @@ pub struct SceneFile {
     /// Triangle-mesh obstacles (OBJ or generated), in order.
     #[serde(default, rename = "obstacle")]
     pub obstacles: Vec<ObstacleSection>,
+    /// The preview camera (`weft run --preview`); absent = framed from the
+    /// scene bounds.
+    #[serde(default)]
+    pub camera: Option<CameraSection>,
+    /// Wind on every cloth (`model::wind`); absent = still air.
+    #[serde(default)]
+    pub wind: Option<WindSection>,
 }
 
 fn default_fps() -> f32 {
@@ -510,4 +517,90 @@ fn default_smoothing_iterations() -> u32 {
 }
 fn default_ccd_rounds() -> u32 {
     3
+}
+
+/// `[camera]`: the fixed camera of `weft run --preview`. Every key is
+/// optional; a missing `eye` or `target` comes from the default framing of
+/// the scene bounds.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CameraSection {
+    /// Eye position (m).
+    pub eye: Option<[f32; 3]>,
+    /// The point looked at (m).
+    pub target: Option<[f32; 3]>,
+    /// Up direction.
+    #[serde(default = "default_camera_up")]
+    pub up: [f32; 3],
+    /// Vertical field of view (degrees).
+    #[serde(default = "default_camera_fov")]
+    pub fov_deg: f32,
+    /// Image width (pixels).
+    #[serde(default = "default_camera_width")]
+    pub width: u32,
+    /// Image height (pixels).
+    #[serde(default = "default_camera_height")]
+    pub height: u32,
+}
+
+impl Default for CameraSection {
+    fn default() -> Self {
+        Self {
+            eye: None,
+            target: None,
+            up: default_camera_up(),
+            fov_deg: default_camera_fov(),
+            width: default_camera_width(),
+            height: default_camera_height(),
+        }
+    }
+}
+
+fn default_camera_up() -> [f32; 3] {
+    [0.0, 1.0, 0.0]
+}
+fn default_camera_fov() -> f32 {
+    35.0
+}
+fn default_camera_width() -> u32 {
+    640
+}
+fn default_camera_height() -> u32 {
+    480
+}
+
+/// `[wind]`: a uniform wind with deterministic gusts (`model::wind`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WindSection {
+    /// Mean wind velocity (m/s).
+    pub velocity: [f32; 3],
+    /// Air density (kg/m³).
+    #[serde(default = "default_air_density")]
+    pub density: f32,
+    /// Normal pressure coefficient C_n.
+    #[serde(default = "default_wind_drag")]
+    pub drag: f32,
+    /// Tangential skin-friction coefficient C_t.
+    #[serde(default = "default_wind_skin")]
+    pub skin: f32,
+    /// Relative gust amplitude in [0, 1].
+    #[serde(default)]
+    pub gust: f32,
+    /// Gust period (s).
+    #[serde(default = "default_gust_period")]
+    pub gust_period_s: f32,
+}
+
+fn default_air_density() -> f32 {
+    1.2
+}
+fn default_wind_drag() -> f32 {
+    1.2
+}
+fn default_wind_skin() -> f32 {
+    0.02
+}
+fn default_gust_period() -> f32 {
+    2.0
 }

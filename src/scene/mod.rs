@@ -115,6 +115,8 @@ pub struct Scene {
     pub entities: hecs::World,
     /// The scene file.
     pub path: PathBuf,
+    /// The preview camera (`[camera]`), checked; `None` = default framing.
+    pub camera: Option<file::CameraSection>,
 }
 
 impl std::fmt::Debug for Scene {
@@ -299,6 +301,17 @@ impl Scene {
                 ));
             }
         }
+        if let Some(c) = &sf.camera {
+            check_camera(c).map_err(|(key, message)| {
+                value_err("camera", 0, key, format!("camera.{key}"), message)
+            })?;
+        }
+        let wind = match &sf.wind {
+            Some(w) => Some(wind_settings(w).map_err(|(key, message)| {
+                value_err("wind", 0, key, format!("wind.{key}"), message)
+            })?),
+            None => None,
+        };
         let settings = WorldSettings {
             gravity: Vec3::from_array(sf.gravity),
             substeps: sf.substeps,
@@ -312,6 +325,7 @@ impl Scene {
                 max_halvings: s.max_halvings,
             },
             energy_stats: false,
+            wind,
         };
         let mut entities = hecs::World::new();
         let mut order = 0u32;
@@ -382,6 +396,7 @@ impl Scene {
             settings,
             entities,
             path: path.to_path_buf(),
+            camera: sf.camera.clone(),
         })
     }
 
@@ -875,6 +890,74 @@ fn cloth_desc(
         pin_velocity: Vec3::ZERO,
         initial_velocity: Vec3::from_array(c.velocity),
     })
+}
+
+/// Checks `[wind]` and makes the wind model's settings.
+fn wind_settings(
+    w: &file::WindSection,
+) -> Result<crate::model::wind::Wind, (&'static str, String)> {
+    if !w.velocity.iter().all(|x| x.is_finite()) {
+        return Err(("velocity", "must be finite".into()));
+    }
+    for (key, v) in [("density", w.density), ("gust_period_s", w.gust_period_s)] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err((key, format!("must be positive, got {v}")));
+        }
+    }
+    for (key, v) in [("drag", w.drag), ("skin", w.skin)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err((key, format!("must be non-negative, got {v}")));
+        }
+    }
+    if !(w.gust.is_finite() && (0.0..=1.0).contains(&w.gust)) {
+        return Err(("gust", format!("must be in [0, 1], got {}", w.gust)));
+    }
+    Ok(crate::model::wind::Wind {
+        velocity: Vec3::from_array(w.velocity),
+        density: w.density,
+        drag: w.drag,
+        skin: w.skin,
+        gust: w.gust,
+        gust_period_s: w.gust_period_s,
+    })
+}
+
+/// Largest preview image side (pixels), so a typo cannot allocate gigabytes
+/// (the same bound as `render::camera::MAX_SIDE`).
+const MAX_CAMERA_SIDE: u32 = 8192;
+
+/// Checks `[camera]`: finite vectors, a non-zero up not parallel to the view,
+/// eye ≠ target, fov in (0°, 180°), image sides in 1..=8192.
+fn check_camera(c: &file::CameraSection) -> Result<(), (&'static str, String)> {
+    for (key, v) in [("eye", c.eye), ("target", c.target), ("up", Some(c.up))] {
+        if let Some(v) = v {
+            if !v.iter().all(|x| x.is_finite()) {
+                return Err((key, "must be finite".into()));
+            }
+        }
+    }
+    let up = Vec3::from_array(c.up);
+    if up.length() <= 1e-6 {
+        return Err(("up", "must not be zero".into()));
+    }
+    if let (Some(e), Some(t)) = (c.eye, c.target) {
+        let view = Vec3::from_array(t) - Vec3::from_array(e);
+        if view.length() <= 1e-6 {
+            return Err(("target", "must differ from `eye`".into()));
+        }
+        if view.normalize().cross(up.normalize()).length() <= 1e-4 {
+            return Err(("up", "must not be parallel to target − eye".into()));
+        }
+    }
+    if !(c.fov_deg.is_finite() && c.fov_deg > 0.0 && c.fov_deg < 180.0) {
+        return Err(("fov_deg", format!("must be in (0, 180), got {}", c.fov_deg)));
+    }
+    for (key, v) in [("width", c.width), ("height", c.height)] {
+        if v == 0 || v > MAX_CAMERA_SIDE {
+            return Err((key, format!("must be in 1..={MAX_CAMERA_SIDE}, got {v}")));
+        }
+    }
+    Ok(())
 }
 
 fn collider_desc(k: &ColliderSection) -> Result<ColliderDesc, (&'static str, String)> {
