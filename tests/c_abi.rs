@@ -83,7 +83,9 @@ fn ensure_tool(bin: &str, package: &str) {
     );
     for args in [
         vec!["update"],
-        vec!["install", "-y", "--no-install-recommends", package],
+        // With recommends: gcc needs libc6-dev for the C headers, valgrind
+        // libc6-dbg for its mandatory ld.so redirections.
+        vec!["install", "-y", package],
     ] {
         let status = Command::new("apt-get")
             .args(&args)
