@@ -33,6 +33,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod collide;
+pub mod ffi;
 pub mod integrate;
 pub mod linalg;
 pub mod mesh;

@@ -80,7 +80,7 @@ fn substep_controlled(
     stats.substeps -= 1;
     cloth.state.copy_from(&cloth.backup);
     for pin in &mut cloth.pins {
-        pin.target -= cloth.pin_velocity * h;
+        pin.target -= pin.velocity * h;
     }
     let half = 0.5 * h;
     substep_controlled(
@@ -127,7 +127,7 @@ fn advance(
 ) {
     let t = Instant::now();
     for pin in &mut cloth.pins {
-        pin.target += cloth.pin_velocity * h;
+        pin.target += pin.velocity * h;
     }
     let gravity = settings.gravity;
     for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {

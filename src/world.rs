@@ -214,7 +214,7 @@ pub enum Animated {
 pub struct Collider {
     desc: ColliderDesc,
     pose: Pose,
-    /// Index of its tessellation among the obstacle meshes.
+    /// Index of its tessellation in [`World::obstacles`].
     obstacle: usize,
 }
 
@@ -257,7 +257,6 @@ pub struct Cloth {
     pub(crate) system: ImplicitEuler,
     pub(crate) constraints: Constraints,
     pub(crate) pins: Vec<PinTarget>,
-    pub(crate) pin_velocity: Vec3,
     pub(crate) external: Vec<Vec3>,
     pub(crate) measure_before: Vec<f32>,
     pub(crate) measure_after: Vec<f32>,
@@ -309,6 +308,7 @@ impl Cloth {
             pins.push(PinTarget {
                 vertex: p,
                 target: mesh.positions[p as usize],
+                velocity: desc.pin_velocity,
             });
         }
         let edges = topology.edges().to_vec();
@@ -330,7 +330,6 @@ impl Cloth {
             system,
             constraints: Constraints::new(n),
             pins,
-            pin_velocity: desc.pin_velocity,
             external: vec![Vec3::ZERO; n],
             measure_before: vec![0.0; ntri],
             measure_after: vec![0.0; ntri],
@@ -777,5 +776,378 @@ impl World {
         stats.deadline_hit = deadline.was_hit();
         stats.frame_ms = (self.clock.now() - t0) * 1e3;
         Ok(stats)
+    }
+}
+
+/// Why an edit of a world's contents (removal, pins, masses, poses) failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EditError {
+    /// No cloth has this index.
+    #[error("no cloth {index} (the world has {count})")]
+    NoCloth {
+        /// The index asked for.
+        index: usize,
+        /// Cloths in the world.
+        count: usize,
+    },
+    /// No collider has this index.
+    #[error("no collider {index} (the world has {count})")]
+    NoCollider {
+        /// The index asked for.
+        index: usize,
+        /// Colliders in the world.
+        count: usize,
+    },
+    /// No obstacle has this index.
+    #[error("no obstacle {index} (the world has {count})")]
+    NoObstacle {
+        /// The index asked for.
+        index: usize,
+        /// Obstacles in the world.
+        count: usize,
+    },
+    /// The obstacle is an analytic collider's tessellation: remove or move the collider.
+    #[error("obstacle {index} belongs to collider {collider}; edit the collider instead")]
+    OwnedByCollider {
+        /// The obstacle.
+        index: usize,
+        /// Its collider.
+        collider: usize,
+    },
+    /// A vertex index is out of range.
+    #[error("vertex {vertex} out of range (cloth {cloth} has {count} vertices)")]
+    VertexOutOfRange {
+        /// The cloth.
+        cloth: usize,
+        /// The vertex asked for.
+        vertex: u32,
+        /// Vertices of the cloth.
+        count: usize,
+    },
+    /// The vertex is not pinned.
+    #[error("vertex {vertex} of cloth {cloth} is not pinned")]
+    NotPinned {
+        /// The cloth.
+        cloth: usize,
+        /// The vertex.
+        vertex: u32,
+    },
+    /// A value is NaN, infinite or out of its range.
+    #[error("{what}: {message}")]
+    Value {
+        /// The argument.
+        what: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Edits after creation: removal, pins with moving targets, per-vertex masses,
+/// collider and obstacle poses and motions. All of them run between frames and
+/// may allocate; none is called by [`World::step`].
+impl World {
+    fn cloth_mut(&mut self, index: usize) -> Result<&mut Cloth, EditError> {
+        let count = self.cloths.len();
+        self.cloths
+            .get_mut(index)
+            .ok_or(EditError::NoCloth { index, count })
+    }
+
+    fn check_collider(&self, index: usize) -> Result<(), EditError> {
+        if index < self.colliders.len() {
+            Ok(())
+        } else {
+            Err(EditError::NoCollider {
+                index,
+                count: self.colliders.len(),
+            })
+        }
+    }
+
+    fn check_free_obstacle(&self, index: usize) -> Result<(), EditError> {
+        if index >= self.obstacles.len() {
+            return Err(EditError::NoObstacle {
+                index,
+                count: self.obstacles.len(),
+            });
+        }
+        match self.colliders.iter().position(|c| c.obstacle == index) {
+            Some(collider) => Err(EditError::OwnedByCollider { index, collider }),
+            None => Ok(()),
+        }
+    }
+
+    /// Removes cloth `index`; later cloths move down one index.
+    pub fn remove_cloth(&mut self, index: usize) -> Result<Cloth, EditError> {
+        self.cloth_mut(index)?;
+        Ok(self.cloths.remove(index))
+    }
+
+    /// Removes analytic collider `index` and its tessellated obstacle; later
+    /// colliders and obstacles move down one index.
+    pub fn remove_collider(&mut self, index: usize) -> Result<(), EditError> {
+        self.check_collider(index)?;
+        let collider = self.colliders.remove(index);
+        self.renumber_tracks(Animated::Collider(index));
+        self.remove_obstacle_at(collider.obstacle);
+        self.collider_views = Vec::with_capacity(self.colliders.len());
+        Ok(())
+    }
+
+    /// Removes triangle-mesh obstacle `index` (not one owned by a collider);
+    /// later obstacles move down one index.
+    pub fn remove_obstacle(&mut self, index: usize) -> Result<(), EditError> {
+        self.check_free_obstacle(index)?;
+        self.remove_obstacle_at(index);
+        Ok(())
+    }
+
+    /// Cuts obstacle `index` out of the soup, renumbers what follows and
+    /// rebuilds every cloth's obstacle data (as [`World::add_obstacle`] does).
+    fn remove_obstacle_at(&mut self, index: usize) {
+        let first_tri: usize = self.obstacles[..index]
+            .iter()
+            .map(|o| o.desc.mesh.num_triangles())
+            .sum();
+        let o = self.obstacles.remove(index);
+        self.renumber_tracks(Animated::Obstacle(index));
+        let n = o.desc.mesh.num_vertices();
+        let range = o.offset..o.offset + n;
+        self.obstacle_x0.drain(range.clone());
+        self.obstacle_x1.drain(range.clone());
+        self.obstacle_friction.drain(range);
+        let tris = first_tri..first_tri + o.desc.mesh.num_triangles();
+        self.obstacle_tris.drain(tris);
+        let shift = n as u32;
+        for t in &mut self.obstacle_tris[first_tri..] {
+            *t = t.map(|i| i - shift);
+        }
+        for later in &mut self.obstacles[index..] {
+            later.offset -= n;
+        }
+        for c in &mut self.colliders {
+            if c.obstacle > index {
+                c.obstacle -= 1;
+            }
+        }
+        for c in &mut self.cloths {
+            c.collision
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+        }
+    }
+
+    /// Forgets the keyframe track of a removed body and moves the tracks of
+    /// the bodies after it (of the same kind) down one index.
+    fn renumber_tracks(&mut self, removed: Animated) {
+        self.tracks.retain(|(b, _)| *b != removed);
+        for (b, _) in &mut self.tracks {
+            match (b, removed) {
+                (Animated::Collider(i), Animated::Collider(r))
+                | (Animated::Obstacle(i), Animated::Obstacle(r))
+                    if *i > r =>
+                {
+                    *i -= 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The host takes over a body's motion: its keyframe track, if any, stops.
+    fn untrack(&mut self, body: Animated) {
+        self.tracks.retain(|(b, _)| *b != body);
+    }
+
+    /// Moves collider `index` (and its tessellation) to `pose` at once.
+    ///
+    /// A jump, not a motion: the cloth sees no velocity. Use
+    /// [`World::set_collider_motion`] (see [`motion_between`]) to drive a
+    /// collider to a pose over a frame; use this for placement and to remove
+    /// round-off after such a frame.
+    pub fn set_collider_pose(&mut self, index: usize, pose: Pose) -> Result<(), EditError> {
+        self.check_collider(index)?;
+        check_pose(&pose)?;
+        self.untrack(Animated::Collider(index));
+        self.colliders[index].pose = pose;
+        let o = self.colliders[index].obstacle;
+        self.place_obstacle(o, pose);
+        Ok(())
+    }
+
+    /// Sets the rigid motion of collider `index` (and of its tessellation)
+    /// for the frames that follow.
+    pub fn set_collider_motion(&mut self, index: usize, motion: Motion) -> Result<(), EditError> {
+        self.check_collider(index)?;
+        check_motion(&motion)?;
+        self.untrack(Animated::Collider(index));
+        self.colliders[index].desc.motion = motion;
+        let o = self.colliders[index].obstacle;
+        self.obstacles[o].desc.motion = motion;
+        Ok(())
+    }
+
+    /// Moves triangle-mesh obstacle `index` to `pose` at once (a jump; see
+    /// [`World::set_collider_pose`]).
+    pub fn set_obstacle_pose(&mut self, index: usize, pose: Pose) -> Result<(), EditError> {
+        self.check_free_obstacle(index)?;
+        check_pose(&pose)?;
+        self.untrack(Animated::Obstacle(index));
+        self.place_obstacle(index, pose);
+        Ok(())
+    }
+
+    /// Sets the rigid motion of triangle-mesh obstacle `index`.
+    pub fn set_obstacle_motion(&mut self, index: usize, motion: Motion) -> Result<(), EditError> {
+        self.check_free_obstacle(index)?;
+        check_motion(&motion)?;
+        self.untrack(Animated::Obstacle(index));
+        self.obstacles[index].desc.motion = motion;
+        Ok(())
+    }
+
+    fn place_obstacle(&mut self, index: usize, pose: Pose) {
+        let o = &mut self.obstacles[index];
+        o.pose = pose;
+        let range = o.offset..o.offset + o.desc.mesh.num_vertices();
+        o.place(&pose, &mut self.obstacle_x0[range]);
+    }
+
+    /// Pins `vertex` of cloth `cloth` with its target now at `target`, moving
+    /// at `velocity` (m/s) during the frames that follow: at the end of every
+    /// substep of length h the target has moved by `velocity * h` and the
+    /// vertex sits exactly on it. An already pinned vertex keeps its place in
+    /// the pin list and gets the new target and velocity.
+    pub fn pin_vertex(
+        &mut self,
+        cloth: usize,
+        vertex: u32,
+        target: Vec3,
+        velocity: Vec3,
+    ) -> Result<(), EditError> {
+        if !target.is_finite() || !velocity.is_finite() {
+            return Err(EditError::Value {
+                what: "pin",
+                message: format!("target {target} and velocity {velocity} must be finite"),
+            });
+        }
+        let c = self.cloth_mut(cloth)?;
+        let count = c.state.len();
+        if vertex as usize >= count {
+            return Err(EditError::VertexOutOfRange {
+                cloth,
+                vertex,
+                count,
+            });
+        }
+        match c.pins.iter_mut().find(|p| p.vertex == vertex) {
+            Some(p) => {
+                p.target = target;
+                p.velocity = velocity;
+            }
+            None => {
+                c.state.set_pinned(vertex as usize, true);
+                c.pins.push(PinTarget {
+                    vertex,
+                    target,
+                    velocity,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees pinned `vertex` of cloth `cloth`; it keeps its position and velocity.
+    pub fn unpin_vertex(&mut self, cloth: usize, vertex: u32) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        let count = c.state.len();
+        if vertex as usize >= count {
+            return Err(EditError::VertexOutOfRange {
+                cloth,
+                vertex,
+                count,
+            });
+        }
+        let k = c
+            .pins
+            .iter()
+            .position(|p| p.vertex == vertex)
+            .ok_or(EditError::NotPinned { cloth, vertex })?;
+        c.pins.remove(k);
+        c.state.set_pinned(vertex as usize, false);
+        Ok(())
+    }
+
+    /// Frees every pinned vertex of cloth `cloth`.
+    pub fn clear_pins(&mut self, cloth: usize) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        for p in &c.pins {
+            c.state.set_pinned(p.vertex as usize, false);
+        }
+        c.pins.clear();
+        Ok(())
+    }
+
+    /// Replaces the lumped masses of cloth `cloth` by `masses` (kg, one per
+    /// vertex, finite and positive). Positions, velocities and pins are kept.
+    pub fn set_cloth_masses(&mut self, cloth: usize, masses: &[f32]) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        if masses.len() != c.state.len() {
+            return Err(EditError::Value {
+                what: "masses",
+                message: format!("{} masses for {} vertices", masses.len(), c.state.len()),
+            });
+        }
+        if let Some(i) = masses.iter().position(|m| !(m.is_finite() && *m > 0.0)) {
+            return Err(EditError::Value {
+                what: "masses",
+                message: format!(
+                    "mass of vertex {i} must be positive and finite, got {}",
+                    masses[i]
+                ),
+            });
+        }
+        let mut state = ClothState::new(c.state.positions().to_vec(), masses.to_vec());
+        state.velocities_mut().copy_from_slice(c.state.velocities());
+        for p in &c.pins {
+            state.set_pinned(p.vertex as usize, true);
+        }
+        c.backup = state.clone();
+        c.state = state;
+        Ok(())
+    }
+}
+
+impl Collider {
+    /// Index of this collider's tessellation in [`World::obstacles`].
+    #[must_use]
+    pub fn obstacle(&self) -> usize {
+        self.obstacle
+    }
+}
+
+/// The constant rigid motion that carries one pose to another in a frame:
+/// how an engine hands weft animated colliders (one pose per frame), and how
+/// keyframe tracks move their bodies.
+pub use crate::collide::track::motion_between;
+
+fn check_pose(pose: &Pose) -> Result<(), EditError> {
+    if pose.translation.is_finite() && pose.rotation.is_finite() && pose.rotation.is_normalized() {
+        Ok(())
+    } else {
+        Err(EditError::Value {
+            what: "pose",
+            message: "translation must be finite and rotation a unit quaternion".into(),
+        })
+    }
+}
+
+fn check_motion(motion: &Motion) -> Result<(), EditError> {
+    if motion.linear_velocity.is_finite() && motion.angular_velocity.is_finite() {
+        Ok(())
+    } else {
+        Err(EditError::Value {
+            what: "motion",
+            message: "velocities must be finite".into(),
+        })
     }
 }

@@ -128,7 +128,8 @@ pub struct StrainLimit {
     /// `s_c`: the largest allowed compression, as a fraction of the rest length (`0..=1`, default 0.1).
     /// `0` forbids compression (the "zero compression" reading of METHODS source \[002\]).
     pub max_compress: f32,
-    /// Sweep cap (default 16). `0` only measures.
+    /// Sweep cap (default 100; a pass stops as soon as every edge is within the limit). `0` only
+    /// measures.
     pub iterations: u32,
     /// Jacobi or coloured Gauss–Seidel (default Gauss–Seidel).
     pub method: StrainMethod,
@@ -139,7 +140,7 @@ impl Default for StrainLimit {
         Self {
             max_stretch: 0.1,
             max_compress: 0.1,
-            iterations: 16,
+            iterations: 100,
             method: StrainMethod::GaussSeidel,
         }
     }

@@ -66,6 +66,9 @@ pub struct PinTarget {
     pub vertex: u32,
     /// Position at the end of the substep (m).
     pub target: Vec3,
+    /// Velocity of the target (m/s): the pipeline moves `target` by
+    /// `velocity * h` at the start of every substep of length `h`.
+    pub velocity: Vec3,
 }
 
 /// Largest number of collider contacts recorded per vertex.
@@ -333,6 +336,7 @@ mod tests {
         let pins = [PinTarget {
             vertex: 0,
             target: Vec3::new(0.0, 0.1, 0.0),
+            velocity: Vec3::ZERO,
         }];
         c.build(0.1, &x, &v, &pins, &[ground(0.0)], 0.005);
         assert_eq!(c.filters()[0], Filter::Fixed);

@@ -1,0 +1,385 @@
+//! Cloth exports: create from caller arrays, destroy, pins, and reading
+//! positions and normals (borrowed or copied).
+
+use glam::Vec3;
+
+use super::boundary::{ffi_boundary, try_mut, try_ref};
+use super::desc::weft_cloth_desc;
+use super::handles::weft_cloth;
+use super::status::{FfiError, weft_status};
+use super::world::weft_world;
+
+/// Fills `*out` with the default cloth settings (`size` set, arrays NULL).
+///
+/// # Safety
+/// `out` NULL or a writable `weft_cloth_desc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_desc_default(out: *mut weft_cloth_desc) -> weft_status {
+    ffi_boundary!("weft_cloth_desc_default", {
+        let out = try_mut!(out, "out");
+        *out = weft_cloth_desc::default_desc();
+        Ok(())
+    })
+}
+
+/// Creates a cloth from `desc` (arrays are copied); `*out` receives its handle.
+///
+/// # Safety
+/// `world` NULL or live; `desc` NULL or a readable descriptor whose arrays
+/// hold the lengths its fields give; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_create(
+    world: *mut weft_world,
+    desc: *const weft_cloth_desc,
+    out: *mut weft_cloth,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_create", {
+        let w = try_mut!(world, "world");
+        let desc = try_ref!(desc, "desc");
+        let out = try_mut!(out, "out");
+        *out = weft_cloth::default();
+        // SAFETY: forwarded from this function's contract.
+        let (cloth, masses) = unsafe { desc.read()? };
+        let index = w.in_pool(|world| world.add_cloth(cloth))?;
+        if let Some(m) = masses {
+            if let Err(e) = w.world.set_cloth_masses(index, &m) {
+                w.in_pool(|world| world.remove_cloth(index).map(drop))?;
+                return Err(e.into());
+            }
+        }
+        *out = w.track_cloth(index)?;
+        Ok(())
+    })
+}
+
+/// Destroys a cloth; its handle becomes stale and its position and normal
+/// pointers dangle.
+///
+/// # Safety
+/// `world` NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_destroy(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_destroy", {
+        let w = try_mut!(world, "world");
+        let index = w.cloth(cloth)?.index;
+        // The cloth is dropped in the pool too (its buffers are plain data).
+        w.in_pool(|world| world.remove_cloth(index).map(drop))?;
+        w.cloths.remove(cloth.index, cloth.generation);
+        for e in w.cloths.values_mut() {
+            if e.index > index {
+                e.index -= 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `*out` receives the cloth's vertex count.
+///
+/// # Safety
+/// `world` NULL or live; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_vertex_count(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_vertex_count", {
+        let w = try_mut!(world, "world");
+        let out = try_mut!(out, "out");
+        let index = w.cloth(cloth)?.index;
+        *out = w.world.cloths()[index].state().len() as u32;
+        Ok(())
+    })
+}
+
+/// Reads `count` vertex indices, checking the count and every index.
+///
+/// # Safety
+/// A non-null `vertices` holds `count` indices.
+unsafe fn read_vertices<'a>(
+    vertices: *const u32,
+    count: u32,
+    n: usize,
+) -> Result<&'a [u32], FfiError> {
+    if vertices.is_null() {
+        return Err(FfiError::null("vertices"));
+    }
+    if count == 0 || count as usize > n {
+        return Err(FfiError::invalid(format!(
+            "`count` is {count}, must be in 1..={n} (the cloth's vertex count)"
+        )));
+    }
+    // SAFETY: non-null with `count` elements (this function's contract).
+    let vs = unsafe { std::slice::from_raw_parts(vertices, count as usize) };
+    if let Some(k) = vs.iter().position(|&v| v as usize >= n) {
+        return Err(FfiError::out_of_range(format!(
+            "vertices[{k}] is {}, the cloth has {n} vertices",
+            vs[k]
+        )));
+    }
+    Ok(vs)
+}
+
+/// Pins `count` vertices. A vertex not yet pinned is held where it is.
+/// With `targets` (optional, NULL: hold): `3 * count` floats, where each
+/// vertex must be at the end of the next step; it moves there at constant
+/// velocity over that frame (a kinematic target), then holds. Nothing changes
+/// unless every argument is valid.
+///
+/// # Safety
+/// `world` NULL or live; `vertices` NULL or `count` indices; `targets` NULL or
+/// `3 * count` floats.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_set_pins(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    vertices: *const u32,
+    targets: *const f32,
+    count: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_set_pins", {
+        let w = try_mut!(world, "world");
+        let index = w.cloth(cloth)?.index;
+        let n = w.world.cloths()[index].state().len();
+        // SAFETY: forwarded from this function's contract.
+        let vs = unsafe { read_vertices(vertices, count, n)? };
+        let goals: Option<&[f32]> = if targets.is_null() {
+            None
+        } else {
+            // SAFETY: a non-null `targets` holds 3 floats per vertex.
+            let t = unsafe { std::slice::from_raw_parts(targets, 3 * vs.len()) };
+            if let Some(i) = t.iter().position(|x| !x.is_finite()) {
+                return Err(FfiError::non_finite(&format!("targets[{i}]")));
+            }
+            Some(t)
+        };
+        for (k, &v) in vs.iter().enumerate() {
+            let c = &w.world.cloths()[index];
+            let held = match c.pins().iter().find(|p| p.vertex == v) {
+                Some(p) => p.target,
+                None => c.state().positions()[v as usize],
+            };
+            w.world.pin_vertex(index, v, held, Vec3::ZERO)?;
+            let e = w.cloth(cloth)?;
+            e.pending_pins.retain(|(p, _)| *p != v);
+            if let Some(t) = goals {
+                e.pending_pins
+                    .push((v, Vec3::new(t[3 * k], t[3 * k + 1], t[3 * k + 2])));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Frees `count` pinned vertices (each must be pinned). Nothing changes
+/// unless every vertex is valid and pinned.
+///
+/// # Safety
+/// `world` NULL or live; `vertices` NULL or `count` indices.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_unpin(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    vertices: *const u32,
+    count: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_unpin", {
+        let w = try_mut!(world, "world");
+        let index = w.cloth(cloth)?.index;
+        let c = &w.world.cloths()[index];
+        // SAFETY: forwarded from this function's contract.
+        let vs = unsafe { read_vertices(vertices, count, c.state().len())? };
+        if let Some(&v) = vs.iter().find(|&&v| !c.state().is_pinned(v as usize)) {
+            return Err(FfiError::invalid(format!("vertex {v} is not pinned")));
+        }
+        for &v in vs {
+            // A vertex listed twice is already free the second time.
+            if w.world.cloths()[index].state().is_pinned(v as usize) {
+                w.world.unpin_vertex(index, v)?;
+            }
+        }
+        let e = w.cloth(cloth)?;
+        e.pending_pins.retain(|(p, _)| !vs.contains(p));
+        Ok(())
+    })
+}
+
+/// Frees every pinned vertex of the cloth.
+///
+/// # Safety
+/// `world` NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_clear_pins(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_clear_pins", {
+        let w = try_mut!(world, "world");
+        let e = w.cloth(cloth)?;
+        e.pending_pins.clear();
+        let index = e.index;
+        w.world.clear_pins(index)?;
+        Ok(())
+    })
+}
+
+/// Area-weighted vertex normals of the cloth now, cached per frame.
+fn normals(w: &mut weft_world, cloth: weft_cloth) -> Result<&[Vec3], FfiError> {
+    let frame = w.world.frame();
+    let e = w.cloths.get_mut(cloth.index, cloth.generation);
+    let Some(e) = e else {
+        return Err(FfiError::new(
+            weft_status::WEFT_STATUS_STALE_HANDLE,
+            "cloth handle is stale",
+        ));
+    };
+    if e.normals_frame != Some(frame) {
+        let c = &w.world.cloths()[e.index];
+        let x = c.state().positions();
+        e.normals.fill(Vec3::ZERO);
+        for t in c.triangles() {
+            let [a, b, d] = t.map(|i| x[i as usize]);
+            // |(b − a) × (d − a)| = 2 · area: area weighting for free.
+            let n = (b - a).cross(d - a);
+            for &i in t {
+                e.normals[i as usize] += n;
+            }
+        }
+        for n in &mut e.normals {
+            *n = n.normalize_or_zero();
+        }
+        e.normals_frame = Some(frame);
+    }
+    Ok(&e.normals)
+}
+
+const _: () = assert!(std::mem::size_of::<Vec3>() == 12 && std::mem::align_of::<Vec3>() == 4);
+
+/// Which per-vertex array to read.
+#[derive(Clone, Copy)]
+enum Field {
+    Positions,
+    Normals,
+}
+
+fn field(w: &mut weft_world, cloth: weft_cloth, f: Field) -> Result<&[Vec3], FfiError> {
+    let index = w.cloth(cloth)?.index;
+    match f {
+        Field::Positions => Ok(w.world.cloths()[index].state().positions()),
+        Field::Normals => normals(w, cloth),
+    }
+}
+
+/// Borrows `3 * count` floats behind `*out`.
+fn borrow(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const f32,
+    out_count: *mut u32,
+    f: Field,
+) -> Result<(), FfiError> {
+    let w = try_mut!(world, "world");
+    let out = try_mut!(out, "out");
+    let out_count = try_mut!(out_count, "out_count");
+    let xs = field(w, cloth, f)?;
+    *out = xs.as_ptr().cast();
+    *out_count = xs.len() as u32;
+    Ok(())
+}
+
+/// Copies `3 * n` floats into `out`, which holds `capacity` vertices.
+fn copy(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut f32,
+    capacity: u32,
+    f: Field,
+) -> Result<(), FfiError> {
+    let w = try_mut!(world, "world");
+    if out.is_null() {
+        return Err(FfiError::null("out"));
+    }
+    let xs = field(w, cloth, f)?;
+    if (capacity as usize) < xs.len() {
+        return Err(FfiError::new(
+            weft_status::WEFT_STATUS_BUFFER_TOO_SMALL,
+            format!("capacity {capacity} vertices, the cloth has {}", xs.len()),
+        ));
+    }
+    // SAFETY: `out` holds `capacity` ≥ xs.len() vertices of 3 floats (the
+    // export's contract); source and destination do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(xs.as_ptr().cast::<f32>(), out, 3 * xs.len()) };
+    Ok(())
+}
+
+/// Borrows the positions: `*out` receives `3 * *out_count` floats (x, y, z
+/// per vertex, m) owned by weft, valid until the cloth or world is destroyed
+/// and overwritten by each step; read them between steps.
+///
+/// # Safety
+/// `world` NULL or live; `out`, `out_count` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_positions(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const f32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_positions", {
+        borrow(world, cloth, out, out_count, Field::Positions)
+    })
+}
+
+/// Borrows unit vertex normals (area-weighted; computed at the first call
+/// after a step): as `weft_cloth_positions`.
+///
+/// # Safety
+/// As `weft_cloth_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_normals(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const f32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_normals", {
+        borrow(world, cloth, out, out_count, Field::Normals)
+    })
+}
+
+/// Copies the positions into `out` (`3 * capacity` floats);
+/// `BUFFER_TOO_SMALL` if `capacity` is below the vertex count.
+///
+/// # Safety
+/// `world` NULL or live; `out` NULL or `3 * capacity` writable floats.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_copy_positions(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut f32,
+    capacity: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_copy_positions", {
+        copy(world, cloth, out, capacity, Field::Positions)
+    })
+}
+
+/// Copies the unit vertex normals into `out`; as `weft_cloth_copy_positions`.
+///
+/// # Safety
+/// As `weft_cloth_copy_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_copy_normals(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut f32,
+    capacity: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_copy_normals", {
+        copy(world, cloth, out, capacity, Field::Normals)
+    })
+}

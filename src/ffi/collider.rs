@@ -1,0 +1,133 @@
+//! Collider exports: analytic shapes and triangle meshes, destroy, and the
+//! per-frame pose from which weft derives velocities.
+
+use super::boundary::{ffi_boundary, try_mut, try_ref};
+use super::desc::{ColliderSpec, read_pose, weft_collider_desc, weft_pose};
+use super::handles::weft_collider;
+use super::status::weft_status;
+use super::world::{ColliderKind, weft_world};
+use crate::collide::shapes::Motion;
+use crate::world::{ColliderDesc, ObstacleDesc};
+
+/// Fills `*out` with the default collider (a static plane at the origin).
+///
+/// # Safety
+/// `out` NULL or a writable `weft_collider_desc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_collider_desc_default(out: *mut weft_collider_desc) -> weft_status {
+    ffi_boundary!("weft_collider_desc_default", {
+        let out = try_mut!(out, "out");
+        *out = weft_collider_desc::default_desc();
+        Ok(())
+    })
+}
+
+/// Creates a static collider (mesh arrays are copied); `*out` receives its handle.
+///
+/// # Safety
+/// `world` NULL or live; `desc` NULL or readable, its mesh arrays holding the
+/// lengths its fields give; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_collider_create(
+    world: *mut weft_world,
+    desc: *const weft_collider_desc,
+    out: *mut weft_collider,
+) -> weft_status {
+    ffi_boundary!("weft_collider_create", {
+        let w = try_mut!(world, "world");
+        let desc = try_ref!(desc, "desc");
+        let out = try_mut!(out, "out");
+        *out = weft_collider::default();
+        // SAFETY: forwarded from this function's contract.
+        let (spec, pose, friction) = unsafe { desc.read()? };
+        let mesh_err = |e: crate::mesh::MeshError| {
+            super::status::FfiError::new(weft_status::WEFT_STATUS_INVALID_MESH, e.to_string())
+        };
+        let kind = match spec {
+            ColliderSpec::Analytic(shape) => ColliderKind::Analytic(
+                w.in_pool(|world| {
+                    world.add_collider(ColliderDesc {
+                        shape,
+                        pose,
+                        motion: Motion::default(),
+                        friction,
+                    })
+                })
+                .map_err(mesh_err)?,
+            ),
+            ColliderSpec::Mesh(mesh) => ColliderKind::Mesh(
+                w.in_pool(|world| {
+                    world.add_obstacle(ObstacleDesc {
+                        mesh,
+                        pose,
+                        motion: Motion::default(),
+                        friction,
+                    })
+                })
+                .map_err(mesh_err)?,
+            ),
+        };
+        *out = w.track_collider(kind)?;
+        Ok(())
+    })
+}
+
+/// Destroys a collider; its handle becomes stale.
+///
+/// # Safety
+/// `world` NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_collider_destroy(
+    world: *mut weft_world,
+    collider: weft_collider,
+) -> weft_status {
+    ffi_boundary!("weft_collider_destroy", {
+        let w = try_mut!(world, "world");
+        let kind = w.collider(collider)?.kind;
+        // The obstacle index the removal frees, to renumber what follows.
+        let obstacle = match kind {
+            ColliderKind::Analytic(i) => {
+                let o = w.world.colliders()[i].obstacle();
+                w.in_pool(|world| world.remove_collider(i))?;
+                o
+            }
+            ColliderKind::Mesh(o) => {
+                w.in_pool(|world| world.remove_obstacle(o))?;
+                o
+            }
+        };
+        w.colliders.remove(collider.index, collider.generation);
+        for e in w.colliders.values_mut() {
+            e.kind = match (e.kind, kind) {
+                (ColliderKind::Analytic(j), ColliderKind::Analytic(i)) if j > i => {
+                    ColliderKind::Analytic(j - 1)
+                }
+                (ColliderKind::Mesh(j), _) if j > obstacle => ColliderKind::Mesh(j - 1),
+                (k, _) => k,
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Sets where the collider must be at the end of the next step. weft moves
+/// it there over that frame with the constant linear and angular velocity
+/// the two poses imply (so friction and contacts see the motion), then holds
+/// it. The first pose you set after creation is reached the same way; to
+/// place a collider without motion, create it at its pose.
+///
+/// # Safety
+/// `world` NULL or live; `pose` NULL or readable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_collider_set_pose(
+    world: *mut weft_world,
+    collider: weft_collider,
+    pose: *const weft_pose,
+) -> weft_status {
+    ffi_boundary!("weft_collider_set_pose", {
+        let w = try_mut!(world, "world");
+        let pose = read_pose(try_ref!(pose, "pose"))?;
+        w.collider(collider)?.pending_pose = Some(pose);
+        Ok(())
+    })
+}

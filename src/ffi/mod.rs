@@ -1,0 +1,38 @@
+//! The C ABI (`include/weft.h`, generated from this module by cbindgen).
+//!
+//! An adapter, like `scene/`: the core never names C types. Shape after
+//! rustls-ffi:
+//!
+//! - every export is `weft_<object>_<verb>`, returns a [`weft_status`] with a
+//!   fixed value and runs its body in [`boundary::ffi_boundary!`], which
+//!   catches panics (`WEFT_STATUS_PANIC`); `weft_last_error()` gives the
+//!   message of the last failure on the calling thread. The two exceptions,
+//!   `weft_version` and `weft_last_error`, cannot fail and return strings;
+//! - the world is an opaque pointer; cloths and colliders are
+//!   `{world, index, generation}` handles ([`handles`]): stale or foreign ones
+//!   give `WEFT_STATUS_STALE_HANDLE`;
+//! - descriptors are `#[repr(C)]`, begin with their own size, and carry
+//!   enumerations as `uint32_t` constants ([`desc`]);
+//! - arrays cross as pointer + count; counts, indices and finiteness are
+//!   checked before anything changes, so after any error the world is as it
+//!   was (a step that loses its invariants restores the cloths).
+//!
+//! Threading: a world is used from one thread at a time; its steps run on its
+//! own rayon pool (`worker_threads`) or the global one, with bit-identical
+//! results for every thread count.
+#![allow(unsafe_code)]
+
+pub mod boundary;
+pub mod cloth;
+pub mod collider;
+pub mod desc;
+pub mod handles;
+pub mod status;
+pub mod world;
+
+pub use cloth::*;
+pub use collider::*;
+pub use desc::*;
+pub use handles::{weft_cloth, weft_collider};
+pub use status::weft_status;
+pub use world::*;

@@ -1,0 +1,600 @@
+//! The opaque world: a [`World`], its worker pool, and the handle tables
+//! that map C handles to world indices; world-level exports.
+
+use std::ffi::CStr;
+use std::os::raw::c_char;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use glam::Vec3;
+
+use super::boundary::{ffi_boundary, last_error_ptr, try_mut, try_ref};
+use super::desc::{
+    WEFT_MAX_THREADS, check_size, weft_scene_info, weft_step_stats, weft_world_desc,
+};
+use super::handles::{HandleTable, weft_cloth, weft_collider};
+use super::status::{FfiError, weft_status};
+use crate::collide::shapes::{Motion, Pose};
+use crate::world::{World, motion_between};
+
+/// Ids of worlds created so far; a world's id tags its handles so a handle
+/// from another world is refused. Only ever incremented (never tuning state).
+static NEXT_WORLD_ID: AtomicU32 = AtomicU32::new(1);
+
+/// A cloth as the C side tracks it.
+#[derive(Debug)]
+pub(crate) struct ClothEntry {
+    /// Index in [`World::cloths`].
+    pub(crate) index: usize,
+    /// Area-weighted vertex normals, sized at creation.
+    pub(crate) normals: Vec<Vec3>,
+    /// The frame the normals were computed at.
+    pub(crate) normals_frame: Option<u64>,
+    /// Pin targets for the end of the next step: (vertex, target).
+    pub(crate) pending_pins: Vec<(u32, Vec3)>,
+    /// Positions and velocities before the current step (restored when the
+    /// step loses its invariants).
+    pub(crate) backup_x: Vec<Vec3>,
+    pub(crate) backup_v: Vec<Vec3>,
+}
+
+/// Which world list a collider lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ColliderKind {
+    /// An analytic collider: index in [`World::colliders`].
+    Analytic(usize),
+    /// A triangle-mesh obstacle: index in [`World::obstacles`].
+    Mesh(usize),
+}
+
+/// A collider as the C side tracks it.
+#[derive(Debug)]
+pub(crate) struct ColliderEntry {
+    pub(crate) kind: ColliderKind,
+    /// The pose to reach at the end of the next step.
+    pub(crate) pending_pose: Option<Pose>,
+}
+
+/// A world's own rayon pool whose threads `weft_world_destroy` joins, so no
+/// weft thread outlives its world (hosts that unload the library, and
+/// valgrind, see every thread gone).
+struct WorkerPool {
+    pool: Option<rayon::ThreadPool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl WorkerPool {
+    fn new(threads: u32) -> Result<Self, FfiError> {
+        let mut handles = Vec::with_capacity(threads as usize);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads as usize)
+            .spawn_handler(|thread| {
+                let handle = std::thread::Builder::new()
+                    .name(format!("weft-worker-{}", thread.index()))
+                    .spawn(move || thread.run())?;
+                handles.push(handle);
+                Ok(())
+            })
+            .build();
+        match pool {
+            Ok(pool) => Ok(Self {
+                pool: Some(pool),
+                threads: handles,
+            }),
+            // Threads already started are told to stop by rayon; they are
+            // not joined here, so a failure cannot hang the caller.
+            Err(e) => Err(FfiError::new(
+                weft_status::WEFT_STATUS_THREADS,
+                format!("cannot start {threads} worker threads: {e}"),
+            )),
+        }
+    }
+
+    fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        // Dropping the pool tells its threads to exit; then wait for them.
+        drop(self.pool.take());
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// An opaque simulation world (create with `weft_world_create` or
+/// `weft_scene_load`, free with `weft_world_destroy`). Not thread-safe: call
+/// into one world from one thread at a time.
+#[allow(non_camel_case_types)]
+pub struct weft_world {
+    pub(crate) id: u32,
+    pub(crate) world: World,
+    pool: Option<WorkerPool>,
+    pub(crate) cloths: HandleTable<ClothEntry>,
+    pub(crate) colliders: HandleTable<ColliderEntry>,
+}
+
+impl weft_world {
+    /// A world around `world` with `threads` workers (0: the global pool).
+    /// `make` runs in that pool: building a world already runs parallel
+    /// code (BVHs, obstacle boxes), which must not wake the global pool of a
+    /// host that asked for its own threads.
+    pub(crate) fn new(
+        threads: u32,
+        make: impl FnOnce() -> Result<World, FfiError> + Send,
+    ) -> Result<Self, FfiError> {
+        if threads > WEFT_MAX_THREADS {
+            return Err(FfiError::invalid(format!(
+                "`worker_threads` is {threads}, at most {WEFT_MAX_THREADS}"
+            )));
+        }
+        let pool = if threads == 0 {
+            None
+        } else {
+            Some(WorkerPool::new(threads)?)
+        };
+        let world = match &pool {
+            Some(p) => p.install(make),
+            None => make(),
+        }?;
+        let id = NEXT_WORLD_ID.fetch_add(1, Ordering::Relaxed);
+        let mut w = Self {
+            id,
+            world,
+            pool,
+            cloths: HandleTable::default(),
+            colliders: HandleTable::default(),
+        };
+        // Objects a scene created already: handles in world order.
+        for index in 0..w.world.cloths().len() {
+            w.track_cloth(index)?;
+        }
+        for index in 0..w.world.colliders().len() {
+            w.track_collider(ColliderKind::Analytic(index))?;
+        }
+        let owned: Vec<usize> = w.world.colliders().iter().map(|c| c.obstacle()).collect();
+        for index in 0..w.world.obstacles().len() {
+            if !owned.contains(&index) {
+                w.track_collider(ColliderKind::Mesh(index))?;
+            }
+        }
+        Ok(w)
+    }
+
+    /// Runs `f` on the world inside the world's pool (or the global one):
+    /// every edit that may run parallel code goes through here.
+    pub(crate) fn in_pool<R: Send>(&mut self, f: impl FnOnce(&mut World) -> R + Send) -> R {
+        let world = &mut self.world;
+        match &self.pool {
+            Some(p) => p.install(|| f(world)),
+            None => f(world),
+        }
+    }
+
+    /// Issues a handle for world cloth `index`.
+    pub(crate) fn track_cloth(&mut self, index: usize) -> Result<weft_cloth, FfiError> {
+        let n = self.world.cloths()[index].state().len();
+        let entry = ClothEntry {
+            index,
+            normals: vec![Vec3::ZERO; n],
+            normals_frame: None,
+            pending_pins: Vec::new(),
+            backup_x: vec![Vec3::ZERO; n],
+            backup_v: vec![Vec3::ZERO; n],
+        };
+        let (i, g) = self
+            .cloths
+            .insert(entry)
+            .ok_or_else(|| FfiError::invalid("too many cloths"))?;
+        Ok(weft_cloth {
+            world: self.id,
+            index: i,
+            generation: g,
+        })
+    }
+
+    /// Issues a handle for a collider.
+    pub(crate) fn track_collider(&mut self, kind: ColliderKind) -> Result<weft_collider, FfiError> {
+        let (i, g) = self
+            .colliders
+            .insert(ColliderEntry {
+                kind,
+                pending_pose: None,
+            })
+            .ok_or_else(|| FfiError::invalid("too many colliders"))?;
+        Ok(weft_collider {
+            world: self.id,
+            index: i,
+            generation: g,
+        })
+    }
+
+    fn stale(what: &str, world: u32, index: u32, generation: u32, own: u32) -> FfiError {
+        let why = if world == own {
+            "was destroyed or never existed"
+        } else {
+            "belongs to another world"
+        };
+        FfiError::new(
+            weft_status::WEFT_STATUS_STALE_HANDLE,
+            format!(
+                "{what} handle {{world {world}, index {index}, generation {generation}}} {why}"
+            ),
+        )
+    }
+
+    /// The entry of a live cloth handle of this world.
+    pub(crate) fn cloth(&mut self, h: weft_cloth) -> Result<&mut ClothEntry, FfiError> {
+        let own = self.id;
+        if h.world != own {
+            return Err(Self::stale("cloth", h.world, h.index, h.generation, own));
+        }
+        self.cloths
+            .get_mut(h.index, h.generation)
+            .ok_or_else(|| Self::stale("cloth", h.world, h.index, h.generation, own))
+    }
+
+    /// The entry of a live collider handle of this world.
+    pub(crate) fn collider(&mut self, h: weft_collider) -> Result<&mut ColliderEntry, FfiError> {
+        let own = self.id;
+        if h.world != own {
+            return Err(Self::stale("collider", h.world, h.index, h.generation, own));
+        }
+        self.colliders
+            .get_mut(h.index, h.generation)
+            .ok_or_else(|| Self::stale("collider", h.world, h.index, h.generation, own))
+    }
+
+    /// One frame: kinematic targets become velocities, the world steps in the
+    /// world's pool, targets are then held. A step that loses its invariants
+    /// restores every cloth's positions and velocities from before it.
+    pub(crate) fn step(&mut self, dt: f32) -> Result<weft_step_stats, FfiError> {
+        if !dt.is_finite() {
+            return Err(FfiError::non_finite("dt"));
+        }
+        if dt <= 0.0 {
+            return Err(FfiError::invalid(format!(
+                "`dt` must be positive, got {dt}"
+            )));
+        }
+        // Pins: velocity (target − current target)/dt over the frame.
+        for e in self.cloths.values_mut() {
+            let c = &self.world.cloths()[e.index];
+            e.backup_x.copy_from_slice(c.state().positions());
+            e.backup_v.copy_from_slice(c.state().velocities());
+            for k in 0..e.pending_pins.len() {
+                let (vertex, goal) = e.pending_pins[k];
+                let now = self.world.cloths()[e.index]
+                    .pins()
+                    .iter()
+                    .find(|p| p.vertex == vertex)
+                    .map(|p| p.target)
+                    .ok_or_else(|| {
+                        FfiError::invalid(format!("vertex {vertex} was unpinned before the step"))
+                    })?;
+                self.world
+                    .pin_vertex(e.index, vertex, now, (goal - now) / dt)?;
+            }
+        }
+        // Colliders: the constant motion from the pose now to the target.
+        for e in self.colliders.values_mut() {
+            let Some(goal) = e.pending_pose else { continue };
+            match e.kind {
+                ColliderKind::Analytic(i) => {
+                    let now = self.world.colliders()[i].pose();
+                    self.world
+                        .set_collider_motion(i, motion_between(&now, &goal, dt))?;
+                }
+                ColliderKind::Mesh(i) => {
+                    let now = self.world.obstacles()[i].pose();
+                    self.world
+                        .set_obstacle_motion(i, motion_between(&now, &goal, dt))?;
+                }
+            }
+        }
+        let result = self.in_pool(|world| world.step(dt));
+        // Targets reached: hold them exactly, motion stops until the next pose.
+        for e in self.cloths.values_mut() {
+            for &(vertex, goal) in &e.pending_pins {
+                self.world.pin_vertex(e.index, vertex, goal, Vec3::ZERO)?;
+            }
+            e.pending_pins.clear();
+        }
+        for e in self.colliders.values_mut() {
+            let Some(goal) = e.pending_pose.take() else {
+                continue;
+            };
+            match e.kind {
+                ColliderKind::Analytic(i) => {
+                    self.world.set_collider_motion(i, Motion::default())?;
+                    self.world.set_collider_pose(i, goal)?;
+                }
+                ColliderKind::Mesh(i) => {
+                    self.world.set_obstacle_motion(i, Motion::default())?;
+                    self.world.set_obstacle_pose(i, goal)?;
+                }
+            }
+        }
+        match result {
+            Ok(stats) => Ok(weft_step_stats::from_stats(&stats)),
+            Err(e) => {
+                for entry in self.cloths.iter().map(|(_, _, e)| e) {
+                    let c = &mut self.world.cloths[entry.index];
+                    let (x, v) = c.state.positions_velocities_mut();
+                    x.copy_from_slice(&entry.backup_x);
+                    v.copy_from_slice(&entry.backup_v);
+                }
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// Reads a NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// A non-null `s` must be NUL-terminated.
+pub(crate) unsafe fn read_str<'a>(
+    s: *const c_char,
+    what: &'static str,
+) -> Result<&'a str, FfiError> {
+    if s.is_null() {
+        return Err(FfiError::null(what));
+    }
+    // SAFETY: non-null and NUL-terminated (this function's contract).
+    unsafe { CStr::from_ptr(s) }
+        .to_str()
+        .map_err(|_| FfiError::invalid(format!("`{what}` is not valid UTF-8")))
+}
+
+/// The library version, e.g. "0.1.0" (a static string; never fails).
+#[unsafe(no_mangle)]
+pub extern "C" fn weft_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The message of the most recent failed call on this thread ("" if none).
+/// Valid until the next failing call on this thread; never NULL.
+#[unsafe(no_mangle)]
+pub extern "C" fn weft_last_error() -> *const c_char {
+    last_error_ptr()
+}
+
+/// Fills `*out` with the default world settings (`size` set).
+///
+/// # Safety
+/// `out` must be NULL or point at a writable `weft_world_desc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_desc_default(out: *mut weft_world_desc) -> weft_status {
+    ffi_boundary!("weft_world_desc_default", {
+        let out = try_mut!(out, "out");
+        *out = weft_world_desc::default_desc();
+        Ok(())
+    })
+}
+
+/// Creates an empty world from `desc`; `*out` receives it (set to NULL on error).
+///
+/// # Safety
+/// `desc` must be NULL or point at a readable `weft_world_desc`; `out` NULL
+/// or a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_create(
+    desc: *const weft_world_desc,
+    out: *mut *mut weft_world,
+) -> weft_status {
+    ffi_boundary!("weft_world_create", {
+        let out = try_mut!(out, "out");
+        *out = std::ptr::null_mut();
+        let desc = try_ref!(desc, "desc");
+        let settings = desc.settings()?;
+        let w = weft_world::new(desc.worker_threads, || Ok(World::new(settings)))?;
+        *out = Box::into_raw(Box::new(w));
+        Ok(())
+    })
+}
+
+/// Destroys a world and everything in it; its handles and pointers die with it.
+///
+/// # Safety
+/// `world` must be NULL or a world from this library not yet destroyed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_destroy(world: *mut weft_world) -> weft_status {
+    ffi_boundary!("weft_world_destroy", {
+        if world.is_null() {
+            return Err(FfiError::null("world"));
+        }
+        // SAFETY: a live world from `Box::into_raw` (this function's contract).
+        drop(unsafe { Box::from_raw(world) });
+        Ok(())
+    })
+}
+
+/// Loads a scene file (TOML, `samples/README.md`) into a new world with its
+/// settings, cloths and colliders; `*out_info` receives its fps, frames and
+/// counts (set `out_info->size` first). Handles: `weft_world_cloths`,
+/// `weft_world_colliders`.
+///
+/// # Safety
+/// `path` NULL or NUL-terminated; `out_world` NULL or writable; `out_info`
+/// NULL or a writable `weft_scene_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_scene_load(
+    path: *const c_char,
+    worker_threads: u32,
+    out_world: *mut *mut weft_world,
+    out_info: *mut weft_scene_info,
+) -> weft_status {
+    ffi_boundary!("weft_scene_load", {
+        let out_world = try_mut!(out_world, "out_world");
+        *out_world = std::ptr::null_mut();
+        let info = try_mut!(out_info, "out_info");
+        check_size::<weft_scene_info>(info.size, "weft_scene_info")?;
+        // SAFETY: forwarded from this function's contract.
+        let path = unsafe { read_str(path, "path")? };
+        let scene_err = |e: crate::scene::SceneError| {
+            FfiError::new(weft_status::WEFT_STATUS_SCENE, e.to_string())
+        };
+        let scene = crate::scene::load(Path::new(path)).map_err(scene_err)?;
+        let w = weft_world::new(worker_threads, || scene.instantiate().map_err(scene_err))?;
+        *info = weft_scene_info {
+            size: std::mem::size_of::<weft_scene_info>() as u32,
+            frames: scene.frames,
+            fps: scene.fps,
+            cloth_count: w.cloths.len() as u32,
+            collider_count: w.colliders.len() as u32,
+        };
+        *out_world = Box::into_raw(Box::new(w));
+        Ok(())
+    })
+}
+
+/// Writes up to `capacity` cloth handles, in creation order, to `out`;
+/// `*out_count` receives how many cloths the world has. `BUFFER_TOO_SMALL`
+/// (with `*out_count` set) when they do not fit.
+///
+/// # Safety
+/// `world` a live world or NULL; `out` NULL or `capacity` writable handles;
+/// `out_count` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_cloths(
+    world: *const weft_world,
+    out: *mut weft_cloth,
+    capacity: u32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_world_cloths", {
+        let w = try_ref!(world, "world");
+        let out_count = try_mut!(out_count, "out_count");
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        let mut handles: Vec<(usize, weft_cloth)> = w
+            .cloths
+            .iter()
+            .map(|(index, generation, e)| {
+                (
+                    e.index,
+                    weft_cloth {
+                        world: w.id,
+                        index,
+                        generation,
+                    },
+                )
+            })
+            .collect();
+        handles.sort_by_key(|(i, _)| *i);
+        *out_count = handles.len() as u32;
+        if handles.len() > capacity as usize {
+            return Err(FfiError::new(
+                weft_status::WEFT_STATUS_BUFFER_TOO_SMALL,
+                format!("{} cloths, capacity {capacity}", handles.len()),
+            ));
+        }
+        // SAFETY: `out` holds `capacity` ≥ handles.len() writable handles.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, handles.len()) };
+        for (o, (_, h)) in out.iter_mut().zip(&handles) {
+            *o = *h;
+        }
+        Ok(())
+    })
+}
+
+/// Writes up to `capacity` collider handles (analytic colliders in creation
+/// order, then triangle meshes) to `out`; as `weft_world_cloths`.
+///
+/// # Safety
+/// As `weft_world_cloths`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_colliders(
+    world: *const weft_world,
+    out: *mut weft_collider,
+    capacity: u32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_world_colliders", {
+        let w = try_ref!(world, "world");
+        let out_count = try_mut!(out_count, "out_count");
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        let mut handles: Vec<((u8, usize), weft_collider)> = w
+            .colliders
+            .iter()
+            .map(|(index, generation, e)| {
+                let key = match e.kind {
+                    ColliderKind::Analytic(i) => (0, i),
+                    ColliderKind::Mesh(i) => (1, i),
+                };
+                (
+                    key,
+                    weft_collider {
+                        world: w.id,
+                        index,
+                        generation,
+                    },
+                )
+            })
+            .collect();
+        handles.sort_by_key(|(k, _)| *k);
+        *out_count = handles.len() as u32;
+        if handles.len() > capacity as usize {
+            return Err(FfiError::new(
+                weft_status::WEFT_STATUS_BUFFER_TOO_SMALL,
+                format!("{} colliders, capacity {capacity}", handles.len()),
+            ));
+        }
+        // SAFETY: `out` holds `capacity` ≥ handles.len() writable handles.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, handles.len()) };
+        for (o, (_, h)) in out.iter_mut().zip(&handles) {
+            *o = *h;
+        }
+        Ok(())
+    })
+}
+
+/// Advances the world one frame of `dt` seconds and fills `*stats` (set
+/// `stats->size` first). Pin targets and collider poses set since the last
+/// step are reached at the end of this frame. Pointers from
+/// `weft_cloth_positions`/`_normals` stay valid; their contents change.
+///
+/// # Safety
+/// `world` NULL or live; `stats` NULL or a writable `weft_step_stats`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_step(
+    world: *mut weft_world,
+    dt: f32,
+    stats: *mut weft_step_stats,
+) -> weft_status {
+    ffi_boundary!("weft_world_step", {
+        let w = try_mut!(world, "world");
+        let out = try_mut!(stats, "stats");
+        check_size::<weft_step_stats>(out.size, "weft_step_stats")?;
+        *out = w.step(dt)?;
+        Ok(())
+    })
+}
+
+/// `*out` receives the hash of every cloth's positions and velocities (the
+/// `state_hash` of `weft run`): equal hashes, bit-identical states.
+///
+/// # Safety
+/// `world` NULL or live; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_state_hash(
+    world: *const weft_world,
+    out: *mut u64,
+) -> weft_status {
+    ffi_boundary!("weft_world_state_hash", {
+        let w = try_ref!(world, "world");
+        let out = try_mut!(out, "out");
+        *out = w.world.state_hash();
+        Ok(())
+    })
+}

@@ -1,0 +1,612 @@
+/* bad_input.c — every weft_* function fed bad arguments (tests/c_abi.rs runs
+ * it under valgrind memcheck).
+ *
+ * NULL pointers, stale and foreign handles, out-of-range indices, NaN and
+ * infinite coordinates, zero and huge counts, descriptors of the wrong size:
+ * each call must return its error status (checked exactly), leave a message
+ * in weft_last_error(), crash nothing, and leave the world usable: valid
+ * frames step afterwards and the state stays finite. Everything is destroyed
+ * at the end, so valgrind must see no leak.
+ *
+ * Usage: bad_input <path of samples/drape-33.toml>
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft.h"
+
+static int failures = 0;
+static int checks = 0;
+
+/* Compares a status with the expected one; a failure is reported, not fatal,
+ * so one run lists every mismatch. */
+static void expect(weft_status got, weft_status want, const char *call, int line) {
+  checks++;
+  if (got != want) {
+    failures++;
+    fprintf(stderr, "bad_input.c:%d: %s returned %u, expected %u (last error: %s)\n",
+            line, call, (unsigned)got, (unsigned)want, weft_last_error());
+    return;
+  }
+  if (want != WEFT_STATUS_OK && strlen(weft_last_error()) == 0) {
+    failures++;
+    fprintf(stderr, "bad_input.c:%d: %s failed without a message\n", line, call);
+  }
+}
+
+#define EXPECT(call, status) expect((call), (status), #call, __LINE__)
+#define OK(call) EXPECT(call, WEFT_STATUS_OK)
+
+/* A small flag: G x G vertices, 0.2 m square, in the x-z plane at y = 0.5. */
+#define G 6
+static float positions[3 * G * G];
+static uint32_t triangles[6 * (G - 1) * (G - 1)];
+
+static void build_grid(void) {
+  for (int j = 0; j < G; j++) {
+    for (int i = 0; i < G; i++) {
+      float *p = &positions[3 * (j * G + i)];
+      p[0] = 0.2f * (float)i / (float)(G - 1) - 0.1f;
+      p[1] = 0.5f;
+      p[2] = 0.1f - 0.2f * (float)j / (float)(G - 1);
+    }
+  }
+  uint32_t *t = triangles;
+  for (uint32_t j = 0; j + 1 < G; j++) {
+    for (uint32_t i = 0; i + 1 < G; i++) {
+      uint32_t a = j * G + i;
+      uint32_t q[6] = {a, a + 1, a + G + 1, a, a + G + 1, a + G};
+      memcpy(t, q, sizeof q);
+      t += 6;
+    }
+  }
+}
+
+static weft_cloth_desc cloth_desc(void) {
+  weft_cloth_desc d;
+  weft_status s = weft_cloth_desc_default(&d);
+  if (s != WEFT_STATUS_OK) {
+    fprintf(stderr, "weft_cloth_desc_default failed\n");
+    exit(2);
+  }
+  d.vertex_count = G * G;
+  d.positions = positions;
+  d.triangle_count = 2 * (G - 1) * (G - 1);
+  d.triangles = triangles;
+  return d;
+}
+
+static int all_finite(const float *x, uint32_t n) {
+  for (uint32_t i = 0; i < 3 * n; i++) {
+    if (!isfinite(x[i])) return 0;
+  }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bad_input <samples/drape-33.toml>\n");
+    return 2;
+  }
+  const char *scene_path = argv[1];
+  const float nan = NAN;
+  const float inf = INFINITY;
+  build_grid();
+
+  /* Infallible calls. */
+  if (weft_version() == NULL || strlen(weft_version()) == 0) {
+    fprintf(stderr, "weft_version is empty\n");
+    failures++;
+  }
+  if (weft_last_error() == NULL) {
+    fprintf(stderr, "weft_last_error is NULL\n");
+    failures++;
+  }
+
+  /* ---- Descriptor defaults ---- */
+  EXPECT(weft_world_desc_default(NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_desc_default(NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_collider_desc_default(NULL), WEFT_STATUS_NULL_ARGUMENT);
+
+  /* ---- World creation ---- */
+  weft_world_desc wd;
+  OK(weft_world_desc_default(&wd));
+  weft_world *world = NULL;
+  EXPECT(weft_world_create(NULL, &world), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_create(&wd, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  {
+    weft_world_desc bad = wd;
+    bad.size = sizeof bad - 4;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_DESCRIPTOR_SIZE);
+    if (world != NULL) failures++;
+    bad.size = 0;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_DESCRIPTOR_SIZE);
+    bad = wd;
+    bad.gravity[1] = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = wd;
+    bad.gravity[0] = -inf;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = wd;
+    bad.frame_budget_ms = (double)inf;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = wd;
+    bad.frame_budget_ms = -1.0;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.substeps = 0;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.substeps = 0xFFFFFFFFu;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.worker_threads = 0xFFFFFFFFu;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.cg_max_iterations = 0;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.newton_max_iterations = 0;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.max_stretch_change = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = wd;
+    bad.max_halvings = 1000;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    if (world != NULL) failures++;
+  }
+  wd.worker_threads = 2;
+  OK(weft_world_create(&wd, &world));
+  weft_world *other = NULL;
+  OK(weft_world_create(&wd, &other));
+  EXPECT(weft_world_destroy(NULL), WEFT_STATUS_NULL_ARGUMENT);
+
+  /* ---- Cloth creation ---- */
+  weft_cloth cloth;
+  weft_cloth_desc cd = cloth_desc();
+  EXPECT(weft_cloth_create(NULL, &cd, &cloth), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_create(world, NULL, &cloth), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_create(world, &cd, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  {
+    weft_cloth_desc bad = cd;
+    bad.size = sizeof bad + 8;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_DESCRIPTOR_SIZE);
+    bad = cd;
+    bad.positions = NULL;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NULL_ARGUMENT);
+    bad = cd;
+    bad.triangles = NULL;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NULL_ARGUMENT);
+    bad = cd;
+    bad.vertex_count = 0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.vertex_count = 0xFFFFFFFFu;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.triangle_count = 0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.triangle_count = 0xFFFFFFFFu;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.model = 1; /* not built in yet */
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_UNSUPPORTED);
+    bad = cd;
+    bad.model = 0xFFFFFFFFu;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_UNSUPPORTED);
+    bad = cd;
+    bad.density = 0.0f;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.density = nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    bad = cd;
+    bad.thickness = inf;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    bad = cd;
+    bad.initial_velocity[2] = nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    bad = cd;
+    bad.material.stretch_u = (double)nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    bad = cd;
+    bad.material.shear = -1.0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.material.rest_stretch_v = 0.0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.baraff_witkin.rest_angles = 7;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.baraff_witkin.jacobian = 7;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.baraff_witkin.cg_tolerance = 0.0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.baraff_witkin.cg_max_iterations = 0;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.collision.self_collision = 2;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.collision.strain_limit = 1.5f;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+
+    /* NaN and infinite coordinates, out-of-range and degenerate triangles. */
+    float xs[3 * G * G];
+    uint32_t ts[6 * (G - 1) * (G - 1)];
+    memcpy(xs, positions, sizeof xs);
+    memcpy(ts, triangles, sizeof ts);
+    bad = cd;
+    bad.positions = xs;
+    bad.triangles = ts;
+    xs[3 * 7 + 1] = nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    xs[3 * 7 + 1] = inf;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    xs[3 * 7 + 1] = 0.5f;
+    ts[4] = G * G;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_OUT_OF_RANGE);
+    ts[4] = 0xFFFFFFFFu;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_OUT_OF_RANGE);
+    ts[4] = ts[3]; /* a triangle with a repeated corner */
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_MESH);
+    memcpy(ts, triangles, sizeof ts);
+
+    /* Optional arrays: NaN (u, v), non-positive and NaN masses. */
+    float uv[2 * G * G];
+    for (int i = 0; i < G * G; i++) {
+      uv[2 * i] = xs[3 * i];
+      uv[2 * i + 1] = -xs[3 * i + 2];
+    }
+    bad = cd;
+    bad.uvs = uv;
+    uv[5] = nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    float m[G * G];
+    for (int i = 0; i < G * G; i++) m[i] = 0.001f;
+    bad = cd;
+    bad.masses = m;
+    m[3] = 0.0f;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    m[3] = -inf;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    m[3] = 0.001f;
+    bad.density = nan; /* ignored with per-vertex masses */
+    weft_cloth massive;
+    OK(weft_cloth_create(world, &bad, &massive));
+    OK(weft_cloth_destroy(world, massive));
+    EXPECT(weft_cloth_destroy(world, massive), WEFT_STATUS_STALE_HANDLE);
+  }
+  cd.friction = 0.4f;
+  OK(weft_cloth_create(world, &cd, &cloth));
+  weft_cloth foreign;
+  OK(weft_cloth_create(other, &cd, &foreign));
+  uint32_t n = 0;
+  OK(weft_cloth_vertex_count(world, cloth, &n));
+  if (n != G * G) {
+    fprintf(stderr, "vertex count %u, expected %u\n", n, G * G);
+    failures++;
+  }
+
+  /* A destroyed cloth and its replacement in the same slot. */
+  weft_cloth gone;
+  OK(weft_cloth_create(world, &cd, &gone));
+  OK(weft_cloth_destroy(world, gone));
+  weft_cloth reborn;
+  OK(weft_cloth_create(world, &cd, &reborn));
+  if (reborn.index != gone.index || reborn.generation == gone.generation) {
+    fprintf(stderr, "slot not reused with a new generation\n");
+    failures++;
+  }
+  weft_cloth zero = {0, 0, 0};
+  weft_cloth wild = cloth;
+  wild.index = 0xFFFFFFFFu;
+
+  /* ---- Cloth calls with bad handles and pointers ---- */
+  const weft_cloth bad_handles[4] = {gone, foreign, zero, wild};
+  float buffer[3 * G * G];
+  const float *view = NULL;
+  uint32_t vertex = 3;
+  float target[3] = {0.0f, 0.6f, 0.0f};
+  for (int k = 0; k < 4; k++) {
+    weft_cloth h = bad_handles[k];
+    EXPECT(weft_cloth_destroy(world, h), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_vertex_count(world, h, &n), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_set_pins(world, h, &vertex, target, 1), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_unpin(world, h, &vertex, 1), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_clear_pins(world, h), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_positions(world, h, &view, &n), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_normals(world, h, &view, &n), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_copy_positions(world, h, buffer, G * G), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_copy_normals(world, h, buffer, G * G), WEFT_STATUS_STALE_HANDLE);
+  }
+  EXPECT(weft_cloth_destroy(NULL, cloth), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_vertex_count(NULL, cloth, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_vertex_count(world, cloth, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_positions(NULL, cloth, &view, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_positions(world, cloth, NULL, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_positions(world, cloth, &view, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_normals(NULL, cloth, &view, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_normals(world, cloth, NULL, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_normals(world, cloth, &view, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_positions(NULL, cloth, buffer, G * G), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_positions(world, cloth, NULL, G * G), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_positions(world, cloth, buffer, 0), WEFT_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(weft_cloth_copy_positions(world, cloth, buffer, G * G - 1),
+         WEFT_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(weft_cloth_copy_normals(NULL, cloth, buffer, G * G), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_normals(world, cloth, NULL, G * G), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_normals(world, cloth, buffer, 1), WEFT_STATUS_BUFFER_TOO_SMALL);
+
+  /* ---- Pins ---- */
+  uint32_t pins[2] = {0, G - 1};
+  float goals[6] = {-0.1f, 0.55f, 0.1f, 0.1f, 0.55f, 0.1f};
+  EXPECT(weft_cloth_set_pins(NULL, cloth, pins, goals, 2), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_set_pins(world, cloth, NULL, goals, 2), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_set_pins(world, cloth, pins, goals, 0), WEFT_STATUS_INVALID_ARGUMENT);
+  EXPECT(weft_cloth_set_pins(world, cloth, pins, goals, 0xFFFFFFFFu),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  {
+    uint32_t out_of_range[2] = {0, G * G};
+    EXPECT(weft_cloth_set_pins(world, cloth, out_of_range, goals, 2), WEFT_STATUS_OUT_OF_RANGE);
+    out_of_range[1] = 0xFFFFFFFFu;
+    EXPECT(weft_cloth_set_pins(world, cloth, out_of_range, NULL, 2), WEFT_STATUS_OUT_OF_RANGE);
+    float bad_goals[6];
+    memcpy(bad_goals, goals, sizeof goals);
+    bad_goals[4] = nan;
+    EXPECT(weft_cloth_set_pins(world, cloth, pins, bad_goals, 2), WEFT_STATUS_NON_FINITE);
+    bad_goals[4] = -inf;
+    EXPECT(weft_cloth_set_pins(world, cloth, pins, bad_goals, 2), WEFT_STATUS_NON_FINITE);
+  }
+  /* None of the refused calls pinned anything. */
+  EXPECT(weft_cloth_unpin(world, cloth, pins, 1), WEFT_STATUS_INVALID_ARGUMENT);
+  OK(weft_cloth_set_pins(world, cloth, pins, goals, 2));
+  EXPECT(weft_cloth_unpin(NULL, cloth, pins, 1), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_unpin(world, cloth, NULL, 1), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_unpin(world, cloth, pins, 0), WEFT_STATUS_INVALID_ARGUMENT);
+  EXPECT(weft_cloth_unpin(world, cloth, pins, 0xFFFFFFFFu), WEFT_STATUS_INVALID_ARGUMENT);
+  {
+    uint32_t some[2] = {0, 7}; /* 7 is not pinned */
+    EXPECT(weft_cloth_unpin(world, cloth, some, 2), WEFT_STATUS_INVALID_ARGUMENT);
+    some[1] = G * G;
+    EXPECT(weft_cloth_unpin(world, cloth, some, 2), WEFT_STATUS_OUT_OF_RANGE);
+  }
+  EXPECT(weft_cloth_clear_pins(NULL, cloth), WEFT_STATUS_NULL_ARGUMENT);
+
+  /* ---- Colliders ---- */
+  weft_collider_desc kd;
+  OK(weft_collider_desc_default(&kd));
+  kd.shape = WEFT_SHAPE_SPHERE;
+  kd.radius = 0.05f;
+  kd.pose.position[1] = 0.3f;
+  weft_collider ball;
+  EXPECT(weft_collider_create(NULL, &kd, &ball), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_collider_create(world, NULL, &ball), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_collider_create(world, &kd, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  {
+    weft_collider_desc bad = kd;
+    bad.size = 1;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_DESCRIPTOR_SIZE);
+    bad = kd;
+    bad.shape = 99;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = kd;
+    bad.radius = nan;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad = kd;
+    bad.radius = -1.0f;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = kd;
+    bad.shape = WEFT_SHAPE_CAPSULE;
+    bad.half_length = inf;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad = kd;
+    bad.shape = WEFT_SHAPE_BOX;
+    bad.half_extents[0] = 0.1f;
+    bad.half_extents[1] = 0.0f;
+    bad.half_extents[2] = 0.1f;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad.half_extents[1] = nan;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad = kd;
+    bad.pose.position[0] = nan;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad = kd;
+    bad.pose.rotation[3] = 0.0f; /* the zero quaternion */
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = kd;
+    bad.pose.rotation[1] = inf;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad = kd;
+    bad.friction = -0.5f;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    /* Triangle meshes: NULL arrays, zero and huge counts, bad indices. */
+    float tet_x[12] = {0, 0, 0, 0.1f, 0, 0, 0, 0.1f, 0, 0, 0, 0.1f};
+    uint32_t tet_t[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+    bad = kd;
+    bad.shape = WEFT_SHAPE_TRIANGLE_MESH;
+    bad.mesh_vertex_count = 4;
+    bad.mesh_positions = tet_x;
+    bad.mesh_triangle_count = 4;
+    bad.mesh_triangles = tet_t;
+    bad.pose.position[1] = -1.0f;
+    weft_collider_desc mesh = bad;
+    bad.mesh_positions = NULL;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NULL_ARGUMENT);
+    bad = mesh;
+    bad.mesh_triangles = NULL;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NULL_ARGUMENT);
+    bad = mesh;
+    bad.mesh_vertex_count = 0;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = mesh;
+    bad.mesh_triangle_count = 0xFFFFFFFFu;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = mesh;
+    tet_t[7] = 4;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_OUT_OF_RANGE);
+    tet_t[7] = 3;
+    tet_x[4] = inf;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    tet_x[4] = 0.0f;
+    weft_collider tet;
+    OK(weft_collider_create(world, &mesh, &tet));
+    weft_pose tet_pose = mesh.pose;
+    tet_pose.position[1] = -0.9f;
+    OK(weft_collider_set_pose(world, tet, &tet_pose));
+  }
+  OK(weft_collider_create(world, &kd, &ball));
+  weft_collider ground;
+  {
+    weft_collider_desc plane;
+    OK(weft_collider_desc_default(&plane));
+    plane.pose.position[1] = -0.5f;
+    OK(weft_collider_create(world, &plane, &ground));
+  }
+  weft_collider old;
+  OK(weft_collider_create(world, &kd, &old));
+  OK(weft_collider_destroy(world, old));
+  weft_collider elsewhere;
+  OK(weft_collider_create(other, &kd, &elsewhere));
+  weft_collider nobody = {0, 0, 0};
+  const weft_collider bad_colliders[3] = {old, elsewhere, nobody};
+  weft_pose pose = kd.pose;
+  pose.position[1] = 0.31f;
+  for (int k = 0; k < 3; k++) {
+    EXPECT(weft_collider_destroy(world, bad_colliders[k]), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_collider_set_pose(world, bad_colliders[k], &pose), WEFT_STATUS_STALE_HANDLE);
+  }
+  EXPECT(weft_collider_destroy(NULL, ball), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_collider_set_pose(NULL, ball, &pose), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_collider_set_pose(world, ball, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  {
+    weft_pose bad = pose;
+    bad.position[2] = nan;
+    EXPECT(weft_collider_set_pose(world, ball, &bad), WEFT_STATUS_NON_FINITE);
+    bad = pose;
+    bad.rotation[0] = -inf;
+    EXPECT(weft_collider_set_pose(world, ball, &bad), WEFT_STATUS_NON_FINITE);
+    bad = pose;
+    memset(bad.rotation, 0, sizeof bad.rotation);
+    EXPECT(weft_collider_set_pose(world, ball, &bad), WEFT_STATUS_INVALID_ARGUMENT);
+  }
+  OK(weft_collider_set_pose(world, ball, &pose));
+
+  /* ---- Handle listings ---- */
+  weft_cloth cloth_list[4];
+  weft_collider collider_list[4];
+  uint32_t listed = 0;
+  EXPECT(weft_world_cloths(NULL, cloth_list, 4, &listed), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_cloths(world, NULL, 4, &listed), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_cloths(world, cloth_list, 4, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_cloths(world, cloth_list, 1, &listed), WEFT_STATUS_BUFFER_TOO_SMALL);
+  if (listed != 2) {
+    fprintf(stderr, "weft_world_cloths counted %u, expected 2\n", listed);
+    failures++;
+  }
+  OK(weft_world_cloths(world, cloth_list, 4, &listed));
+  EXPECT(weft_world_colliders(NULL, collider_list, 4, &listed), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_colliders(world, NULL, 4, &listed), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_colliders(world, collider_list, 4, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_colliders(world, collider_list, 0, &listed), WEFT_STATUS_BUFFER_TOO_SMALL);
+  OK(weft_world_colliders(world, collider_list, 4, &listed));
+  if (listed != 3) {
+    fprintf(stderr, "weft_world_colliders counted %u, expected 3\n", listed);
+    failures++;
+  }
+
+  /* ---- Stepping ---- */
+  weft_step_stats stats;
+  memset(&stats, 0, sizeof stats);
+  stats.size = sizeof stats;
+  EXPECT(weft_world_step(NULL, 1.0f / 60.0f, &stats), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_step(world, 1.0f / 60.0f, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_step(world, nan, &stats), WEFT_STATUS_NON_FINITE);
+  EXPECT(weft_world_step(world, inf, &stats), WEFT_STATUS_NON_FINITE);
+  EXPECT(weft_world_step(world, 0.0f, &stats), WEFT_STATUS_INVALID_ARGUMENT);
+  EXPECT(weft_world_step(world, -0.01f, &stats), WEFT_STATUS_INVALID_ARGUMENT);
+  stats.size = sizeof stats - 8;
+  EXPECT(weft_world_step(world, 1.0f / 60.0f, &stats), WEFT_STATUS_DESCRIPTOR_SIZE);
+  stats.size = sizeof stats;
+  uint64_t hash = 0;
+  EXPECT(weft_world_state_hash(NULL, &hash), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_world_state_hash(world, NULL), WEFT_STATUS_NULL_ARGUMENT);
+
+  /* ---- Scene files ---- */
+  weft_world *scene = NULL;
+  weft_scene_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  EXPECT(weft_scene_load(NULL, 0, &scene, &info), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_scene_load(scene_path, 0, NULL, &info), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_scene_load(scene_path, 0, &scene, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_scene_load("/nonexistent/scene.toml", 0, &scene, &info), WEFT_STATUS_SCENE);
+  EXPECT(weft_scene_load("", 0, &scene, &info), WEFT_STATUS_SCENE);
+  EXPECT(weft_scene_load(scene_path, 0xFFFFFFFFu, &scene, &info),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  info.size = 3;
+  EXPECT(weft_scene_load(scene_path, 0, &scene, &info), WEFT_STATUS_DESCRIPTOR_SIZE);
+  info.size = sizeof info;
+  if (scene != NULL) failures++;
+  OK(weft_scene_load(scene_path, 1, &scene, &info));
+  if (info.cloth_count != 1 || info.collider_count != 1 || info.frames == 0 || info.fps <= 0.0f) {
+    fprintf(stderr, "scene info: %u cloths, %u colliders, %u frames at %g fps\n",
+            info.cloth_count, info.collider_count, info.frames, (double)info.fps);
+    failures++;
+  }
+  /* A scene world's handles are foreign to `world`. */
+  OK(weft_world_cloths(scene, cloth_list, 4, &listed));
+  EXPECT(weft_cloth_vertex_count(world, cloth_list[0], &n), WEFT_STATUS_STALE_HANDLE);
+  OK(weft_world_destroy(scene));
+
+  /* ---- After all of that, the world still steps ---- */
+  OK(weft_cloth_vertex_count(world, cloth, &n));
+  for (int frame = 0; frame < 3; frame++) {
+    OK(weft_world_step(world, 1.0f / 60.0f, &stats));
+    if (stats.substeps == 0) {
+      fprintf(stderr, "a step with no substeps\n");
+      failures++;
+    }
+  }
+  OK(weft_cloth_positions(world, cloth, &view, &n));
+  if (n != G * G || !all_finite(view, n)) {
+    fprintf(stderr, "positions after the steps are not finite\n");
+    failures++;
+  }
+  /* Pin targets reached exactly at the end of the frame. */
+  if (view[0] != goals[0] || view[1] != goals[1] || view[2] != goals[2]) {
+    fprintf(stderr, "pin 0 at (%g, %g, %g), target (%g, %g, %g)\n", (double)view[0],
+            (double)view[1], (double)view[2], (double)goals[0], (double)goals[1],
+            (double)goals[2]);
+    failures++;
+  }
+  OK(weft_cloth_copy_normals(world, cloth, buffer, G * G));
+  if (!all_finite(buffer, G * G)) {
+    fprintf(stderr, "normals are not finite\n");
+    failures++;
+  }
+  OK(weft_cloth_unpin(world, cloth, pins, 1));
+  OK(weft_cloth_clear_pins(world, cloth));
+  OK(weft_collider_destroy(world, ground));
+  OK(weft_world_step(world, 1.0f / 60.0f, &stats));
+  OK(weft_world_state_hash(world, &hash));
+  OK(weft_cloth_destroy(world, cloth));
+  OK(weft_world_step(world, 1.0f / 60.0f, &stats));
+
+  OK(weft_world_destroy(world));
+  OK(weft_world_destroy(other));
+
+  if (failures != 0) {
+    fprintf(stderr, "bad_input: %d of %d checks failed\n", failures, checks);
+    return 1;
+  }
+  printf("bad_input: all checks passed (%d)\n", checks);
+  return 0;
+}
