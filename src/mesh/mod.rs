@@ -21,7 +21,9 @@ pub use generate::{
     capsule, cuboid, grid, icosphere,
 };
 pub use obj::{read_obj, read_obj_file, write_obj, write_obj_mesh};
-pub use subdivide::{Subdivision, subdivide};
+pub use subdivide::{
+    Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,
+};
 pub use topology::{Hinge, NO_TRIANGLE, Topology};
 pub use validate::{MeshError, ZERO_AREA_RELATIVE_EPSILON};
 

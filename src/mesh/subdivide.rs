@@ -30,6 +30,7 @@
 use glam::{DVec3, Vec2};
 
 use super::TriMesh;
+use super::generate::{GridSpec, grid, icosphere};
 use super::topology::Topology;
 use super::validate::{MAX_TRIANGLES, MAX_VERTICES, MeshError};
 
@@ -136,6 +137,19 @@ impl Subdivision {
         }
     }
 
+    /// Rest positions of every node in `f64`: the black nodes are the base mesh's (`f32`) positions
+    /// widened, the red nodes their exact `f64` midpoints ([`Subdivision::node_positions`] of the
+    /// base positions). This is the rest state to build `model::isometric` and
+    /// `model::quadratic_bending` from, so that every constraint holds to `f64` round-off at rest.
+    #[must_use]
+    pub fn rest_positions(&self) -> Vec<DVec3> {
+        let base: Vec<DVec3> = self.mesh.positions[..self.num_black_nodes()]
+            .iter()
+            .map(|p| p.as_dvec3())
+            .collect();
+        self.node_positions(&base)
+    }
+
     /// Like [`Subdivision::node_positions_into`], returning a new vector.
     ///
     /// # Panics
@@ -238,10 +252,37 @@ pub fn subdivide(base: &TriMesh, topo: &Topology) -> Result<Subdivision, MeshErr
     })
 }
 
+/// Validates `base` ([`TriMesh::validate`]), builds its [`Topology`] and subdivides it 4:1: the one
+/// call that turns an input cloth or shell into Wang 2012's simulation mesh.
+///
+/// Errors: those of [`TriMesh::validate`], [`Topology::build`] and [`subdivide`], first found.
+pub fn subdivide_mesh(base: &TriMesh) -> Result<Subdivision, MeshError> {
+    base.validate()?;
+    let topo = Topology::build(base)?;
+    subdivide(base, &topo)
+}
+
+/// The 4:1 subdivision of [`grid(spec)`](super::grid): a `nx × ny` vertex grid becomes
+/// `nx·ny + E` nodes, `E = (nx−1)ny + nx(ny−1) + (nx−1)(ny−1)`, and `8(nx−1)(ny−1)` triangles.
+///
+/// Errors: those of [`grid`](super::grid) and [`subdivide_mesh`].
+pub fn subdivided_grid(spec: &GridSpec) -> Result<Subdivision, MeshError> {
+    subdivide_mesh(&grid(spec)?)
+}
+
+/// The 4:1 subdivision of [`icosphere(radius, subdivisions)`](super::icosphere). Unlike the next
+/// icosphere level, the red nodes stay at the chord midpoints (inside the sphere): the base
+/// mesh's rest shape is what Wang 2012's constraints and rest curvature preserve.
+///
+/// Errors: those of [`icosphere`](super::icosphere) and [`subdivide_mesh`].
+pub fn subdivided_icosphere(radius: f32, subdivisions: u32) -> Result<Subdivision, MeshError> {
+    subdivide_mesh(&icosphere(radius, subdivisions)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mesh::{Diagonals, GridSpec, grid, icosphere};
+    use crate::mesh::Diagonals;
     use glam::Vec3;
 
     fn grid_mesh(nx: u32, ny: u32, diagonals: Diagonals) -> TriMesh {
@@ -360,6 +401,59 @@ mod tests {
             let m = x[sub.red_node_of_edge(e) as usize];
             assert_eq!(m, 0.5 * (b[a0 as usize] + b[b0 as usize]));
         }
+    }
+
+    #[test]
+    fn helpers_build_the_subdivision_of_generated_meshes() {
+        let spec = GridSpec {
+            nx: 6,
+            ny: 4,
+            diagonals: Diagonals::Alternating,
+            ..GridSpec::default()
+        };
+        let base = grid(&spec).expect("valid");
+        let sub = subdivided_grid(&spec).expect("valid");
+        assert_eq!(
+            sub,
+            subdivide(&base, &Topology::build(&base).expect("ok")).expect("ok")
+        );
+        let (nx, ny) = (6, 4);
+        let e = (nx - 1) * ny + nx * (ny - 1) + (nx - 1) * (ny - 1);
+        assert_eq!(sub.num_nodes(), nx * ny + e);
+        assert_eq!(sub.mesh().triangles.len(), 8 * (nx - 1) * (ny - 1));
+        // rest_positions: f64 exact midpoints of the f32 base positions.
+        let b: Vec<DVec3> = base.positions.iter().map(|p| p.as_dvec3()).collect();
+        assert_eq!(sub.rest_positions(), sub.node_positions(&b));
+
+        let ico = icosphere(0.5, 1).expect("valid");
+        let sub = subdivided_icosphere(0.5, 1).expect("valid");
+        assert_eq!(sub.num_black_nodes(), ico.positions.len());
+        assert_eq!(sub.mesh().triangles.len(), 4 * ico.triangles.len());
+        // Red nodes lie inside the sphere (chord midpoints), black nodes on it.
+        let r = sub.rest_positions();
+        assert!(
+            r[..sub.num_black_nodes()]
+                .iter()
+                .all(|p| (p.length() - 0.5).abs() < 1e-6)
+        );
+        assert!(
+            r[sub.num_black_nodes()..]
+                .iter()
+                .all(|p| p.length() < 0.5 - 1e-3)
+        );
+
+        // Bad input surfaces as the generator's or validator's typed error.
+        assert!(matches!(
+            subdivided_grid(&GridSpec { nx: 1, ..spec }),
+            Err(MeshError::InvalidParameter { .. })
+        ));
+        assert!(subdivided_icosphere(-1.0, 1).is_err());
+        let mut broken = base.clone();
+        broken.triangles[0][1] = 10_000;
+        assert!(matches!(
+            subdivide_mesh(&broken),
+            Err(MeshError::IndexOutOfRange { .. })
+        ));
     }
 
     #[test]
