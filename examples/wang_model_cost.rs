@@ -95,6 +95,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         per(us, g.len())
     );
     let us = median_us(reps, || {
+        cons.inextensibility_gradients(black_box(&x), &mut g)
+    });
+    println!(
+        "  of which (3.1):    {us:8.1} µs  ({:.2} ns/row)",
+        per(us, cons.count(Family::Inextensibility))
+    );
+    let us = median_us(reps, || {
         black_box(cons.max_strain(black_box(&x)));
     });
     println!("max_strain:          {us:8.1} µs");
