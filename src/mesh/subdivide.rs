@@ -150,6 +150,27 @@ impl Subdivision {
         self.node_positions(&base)
     }
 
+    /// The lumped area of every node, m²: one third of the rest area of each incident
+    /// *subdivided* triangle, summed (METHODS-wang §0 **choice** for node masses; the thesis says
+    /// every node is a dynamic particle but not how its mass is obtained). Node mass = areal
+    /// density × this. The areas sum to the rest surface area.
+    ///
+    /// # Panics
+    /// If `rest.len() != num_nodes()`.
+    #[must_use]
+    pub fn lumped_node_areas(&self, rest: &[DVec3]) -> Vec<f64> {
+        assert_eq!(rest.len(), self.num_nodes(), "one rest position per node");
+        let mut area = vec![0.0; self.num_nodes()];
+        for tri in &self.mesh.triangles {
+            let [a, b, c] = tri.map(|i| rest[i as usize]);
+            let third = (b - a).cross(c - a).length() / 6.0;
+            for &i in tri {
+                area[i as usize] += third;
+            }
+        }
+        area
+    }
+
     /// Like [`Subdivision::node_positions_into`], returning a new vector.
     ///
     /// # Panics
@@ -424,6 +445,15 @@ mod tests {
         // rest_positions: f64 exact midpoints of the f32 base positions.
         let b: Vec<DVec3> = base.positions.iter().map(|p| p.as_dvec3()).collect();
         assert_eq!(sub.rest_positions(), sub.node_positions(&b));
+        // Lumped areas sum to the sheet's area (1 m × 1 m). A black node touches one corner
+        // child (a quarter of the base triangle, 0.2 m × ⅓ m / 2 / 4) per incident base triangle
+        // and gets a third of each.
+        let areas = sub.lumped_node_areas(&sub.rest_positions());
+        assert!((areas.iter().sum::<f64>() - 1.0).abs() < 1e-6);
+        let fine = (0.2 * (1.0 / 3.0) / 2.0) / 4.0;
+        let interior = nx + 1;
+        let valence = sub.base_topology().vertex_triangles(interior).len() as f64;
+        assert!((areas[interior] - valence * fine / 3.0).abs() < 1e-7);
 
         let ico = icosphere(0.5, 1).expect("valid");
         let sub = subdivided_icosphere(0.5, 1).expect("valid");

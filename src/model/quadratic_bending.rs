@@ -957,6 +957,30 @@ mod tests {
     }
 
     #[test]
+    fn freeze_rotation_keeps_the_previous_rotation_where_the_fit_is_not_unique() {
+        // METHODS-wang §5 advice: a crushed 1-ring (here: everything on one line) has no unique
+        // best-fit rotation, so the previous step's R_i is reused.
+        let base = grid_mesh(4, 4, Diagonals::Alternating);
+        let (_, rest, mut b) = build(&base, 1.0);
+        let r = DMat3::from_axis_angle(DVec3::new(1.0, 2.0, 0.5).normalize(), 0.7);
+        let x: Vec<DVec3> = rest.iter().map(|p| r * *p).collect();
+        b.freeze_rotation(&x);
+        assert!(b.rotations().iter().all(|ri| ri.abs_diff_eq(r, 1e-12)));
+        let line: Vec<DVec3> = rest.iter().map(|p| DVec3::new(p.x, 0.0, 0.0)).collect();
+        b.freeze_rotation(&line);
+        assert!(b.rotations().iter().all(|ri| ri.abs_diff_eq(r, 1e-12)));
+        let point = vec![DVec3::ONE; rest.len()];
+        b.freeze_rotation(&point);
+        assert!(b.rotations().iter().all(|ri| ri.abs_diff_eq(r, 1e-12)));
+        assert!(
+            b.rotated_rest_curvature()
+                .iter()
+                .zip(b.rest_curvature())
+                .all(|(t, d)| (*t - r * *d).length() < 1e-12)
+        );
+    }
+
+    #[test]
     fn bad_input_is_a_typed_error() {
         let base = grid_mesh(3, 3, Diagonals::Regular);
         let (sub, rest, mut b) = build(&base, 1.0);
