@@ -1,6 +1,6 @@
 //! Triangle meshes: the [`TriMesh`] data type, its validation, topology (edges, hinges, boundary,
 //! adjacency), OBJ reading and writing, generators (cloth grids, closed obstacle shapes), and the 4:1
-//! subdivision of Wang 2012 ([`subdivide`]).
+//! subdivision of Wang 2012 ([`subdivide`](mod@subdivide)).
 //!
 //! A [`TriMesh`] is plain data. [`TriMesh::validate`] checks its geometry;
 //! [`Topology::build`] checks that it is an edge-manifold, consistently oriented surface and

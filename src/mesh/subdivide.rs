@@ -15,7 +15,7 @@
 //! All four children keep the parent's winding (METHODS-wang §1: each child of `(0,0), (1,0),
 //! (0,1)` has signed area `+1/8`). `m_pq, m_qr, m_rp` are the red nodes of the base triangle's edges
 //! `0, 1, 2` in [`Topology::triangle_edges`] order (edge `k` joins corners `k` and `k + 1`), which
-//! [`Subdivision::red_nodes`] returns. This is the child layout [`icosphere`](super::icosphere)
+//! [`Subdivision::red_nodes`] returns. This is the child layout [`icosphere`]
 //! uses too.
 //!
 //! Per-corner material coordinates are carried: a child corner at a black node copies the parent
@@ -286,7 +286,7 @@ pub fn subdivide_mesh(base: &TriMesh) -> Result<Subdivision, MeshError> {
 /// The 4:1 subdivision of [`grid(spec)`](super::grid): a `nx × ny` vertex grid becomes
 /// `nx·ny + E` nodes, `E = (nx−1)ny + nx(ny−1) + (nx−1)(ny−1)`, and `8(nx−1)(ny−1)` triangles.
 ///
-/// Errors: those of [`grid`](super::grid) and [`subdivide_mesh`].
+/// Errors: those of [`grid`] and [`subdivide_mesh`].
 pub fn subdivided_grid(spec: &GridSpec) -> Result<Subdivision, MeshError> {
     subdivide_mesh(&grid(spec)?)
 }
@@ -295,7 +295,7 @@ pub fn subdivided_grid(spec: &GridSpec) -> Result<Subdivision, MeshError> {
 /// icosphere level, the red nodes stay at the chord midpoints (inside the sphere): the base
 /// mesh's rest shape is what Wang 2012's constraints and rest curvature preserve.
 ///
-/// Errors: those of [`icosphere`](super::icosphere) and [`subdivide_mesh`].
+/// Errors: those of [`icosphere`] and [`subdivide_mesh`].
 pub fn subdivided_icosphere(radius: f32, subdivisions: u32) -> Result<Subdivision, MeshError> {
     subdivide_mesh(&icosphere(radius, subdivisions)?)
 }
