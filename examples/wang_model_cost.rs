@@ -111,9 +111,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("bending energy:      {us:8.1} µs");
     let us = median_us(reps, || bend.gradient(black_box(&x), &mut grad));
     println!("bending gradient:    {us:8.1} µs");
+    // First fit from T = I (Newton from a far start often declines: Horn fallback), then the
+    // warm-started steady state (previous R_i already right: one or two Newton steps).
+    let t0 = Instant::now();
+    bend.freeze_rotation(black_box(&x));
+    let cold = t0.elapsed().as_secs_f64() * 1e6;
+    println!(
+        "freeze_rotation cold: {cold:7.1} µs  ({:.2} ns/red node)",
+        per(cold, sub.num_red_nodes())
+    );
     let us = median_us(reps, || bend.freeze_rotation(black_box(&x)));
     println!(
-        "freeze_rotation:     {us:8.1} µs  ({:.2} ns/red node)",
+        "freeze_rotation warm: {us:7.1} µs  ({:.2} ns/red node)",
         per(us, sub.num_red_nodes())
     );
     black_box((&c, &g, &grad));
