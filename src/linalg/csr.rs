@@ -282,12 +282,11 @@ mod tests {
         }
     }
 
+    /// Offsets, vertices, gradients, inverse masses, diagonal.
+    type RandomSystem = (Vec<u32>, Vec<u32>, Vec<DVec3>, Vec<f64>, Vec<f64>);
+
     /// Random rows of 1–4 distinct vertices, random gradients, some pinned vertices.
-    fn random_system(
-        rows: usize,
-        verts: usize,
-        seed: u64,
-    ) -> (Vec<u32>, Vec<u32>, Vec<DVec3>, Vec<f64>, Vec<f64>) {
+    fn random_system(rows: usize, verts: usize, seed: u64) -> RandomSystem {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut offsets = vec![0u32];
         let mut vertices = Vec::new();
