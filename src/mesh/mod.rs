@@ -1,5 +1,6 @@
 //! Triangle meshes: the [`TriMesh`] data type, its validation, topology (edges, hinges, boundary,
-//! adjacency), OBJ reading and writing, and generators (cloth grids, closed obstacle shapes).
+//! adjacency), OBJ reading and writing, generators (cloth grids, closed obstacle shapes), and the 4:1
+//! subdivision of Wang 2012 ([`subdivide`]).
 //!
 //! A [`TriMesh`] is plain data. [`TriMesh::validate`] checks its geometry;
 //! [`Topology::build`] checks that it is an edge-manifold, consistently oriented surface and
@@ -9,6 +10,7 @@
 
 pub mod generate;
 pub mod obj;
+pub mod subdivide;
 pub mod topology;
 pub mod validate;
 
@@ -19,6 +21,9 @@ pub use generate::{
     capsule, cuboid, grid, icosphere,
 };
 pub use obj::{read_obj, read_obj_file, write_obj, write_obj_mesh};
+pub use subdivide::{
+    Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,
+};
 pub use topology::{Hinge, NO_TRIANGLE, Topology};
 pub use validate::{MeshError, ZERO_AREA_RELATIVE_EPSILON};
 

@@ -11,11 +11,17 @@
 //!   projection solvers (Wang 2012).
 //! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (METHODS-bw-bridson §2.3, §4.3),
 //!   shared by the Baraff–Witkin bend condition and discrete-shell bending.
+//! - [`isometric`]: Wang 2012 inextensibility, conforming and boundary constraints on the 4:1
+//!   subdivided mesh (eq. 3.1–3.4, METHODS-wang §2–3), as one [`constraint::ConstraintSet`].
+//! - [`quadratic_bending`]: Wang 2012 Crouzeix–Raviart bending on the red nodes with rest curvature
+//!   and a per-step frozen rotation (eq. 3.5–3.8, METHODS-wang §4–5).
 #![deny(unsafe_code)]
 
 pub mod baraff_witkin;
 pub mod constraint;
 pub mod dihedral;
+pub mod isometric;
+pub mod quadratic_bending;
 
 /// Helpers shared by the unit tests of the element kernels: a seeded generator, a robust closeness
 /// check and a symmetric eigenvalue check.
