@@ -53,21 +53,45 @@ use crate::model::constraint::ConstraintSet;
 
 /// How a family's rows enter the system `K` (their diagonal `D`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RowRole {
+pub enum RowRole<'a> {
     /// Hard constraint rows, `D = 0` (Wang 2012 eq. 3.25).
     Hard,
     /// Soft rows with compliance `D > 0` (units of inverse mass; Wang 2012 eq. 3.30).
     Compliant(f64),
+    /// One compliance per row (0 = hard): e.g. a tiny `D` on the boundary rows (3.4) only,
+    /// which removes the planar redundancy of METHODS-wang §3.4 (advice of §9.3).
+    PerRow(&'a [f64]),
     /// Residual rows of a potential `h² Φ = ½‖r‖²`, `D = 1` (Wang 2012 eq. 3.19, eq. 3.25).
     Residual,
 }
 
-impl RowRole {
-    fn diagonal(self) -> f64 {
+impl RowRole<'_> {
+    /// Writes `D` for the family's rows.
+    fn fill_diagonal(self, out: &mut [f64]) {
         match self {
-            RowRole::Hard => 0.0,
-            RowRole::Compliant(d) => d.max(0.0),
-            RowRole::Residual => 1.0,
+            RowRole::Hard => out.fill(0.0),
+            RowRole::Compliant(d) => out.fill(d.max(0.0)),
+            RowRole::PerRow(d) => {
+                assert_eq!(
+                    d.len(),
+                    out.len(),
+                    "RowRole::PerRow: one compliance per row"
+                );
+                for (o, &d) in out.iter_mut().zip(d) {
+                    *o = d.max(0.0);
+                }
+            }
+            RowRole::Residual => out.fill(1.0),
+        }
+    }
+
+    /// Whether some row is soft (then a feasible start is not the minimiser).
+    fn any_soft(self) -> bool {
+        match self {
+            RowRole::Hard => false,
+            RowRole::Compliant(d) => d > 0.0,
+            RowRole::PerRow(d) => d.iter().any(|&d| d > 0.0),
+            RowRole::Residual => true,
         }
     }
 }
@@ -90,7 +114,7 @@ pub struct RowFamily<'a> {
     /// The rows: values and gradients.
     pub set: &'a dyn ConstraintSet,
     /// How the rows enter `K`.
-    pub role: RowRole,
+    pub role: RowRole<'a>,
     /// The rows are affine in `x` (constant gradients): gradients are evaluated once per
     /// projection instead of once per iteration.
     pub linear: bool,
@@ -353,8 +377,9 @@ impl GaussNewtonProjection {
 
         // D per row, fixed for the call.
         for (i, f) in families.iter().enumerate() {
-            let d = f.role.diagonal();
-            self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]].fill(d);
+            f.role.fill_diagonal(
+                &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
+            );
         }
         for (c, d) in self.contacts.iter().zip(&mut self.diag[cloth_rows..rows]) {
             *d = c.compliance.max(0.0);
@@ -362,7 +387,7 @@ impl GaussNewtonProjection {
         // At least one solve when soft or residual rows exist: a feasible start is not the
         // minimiser then.
         let min_solves = u32::from(
-            families.iter().any(|f| f.role != RowRole::Hard)
+            families.iter().any(|f| f.role.any_soft())
                 || self.contacts.iter().any(|c| c.compliance > 0.0),
         );
         // Constant gradients once.
