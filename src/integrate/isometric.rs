@@ -824,8 +824,14 @@ mod wang_model_tests {
     }
 
     #[test]
-    #[ignore = "known failure: the Gauss–Newton projection diverges on the flat pinned sheet \
-                (Newton cap every step, positions blow up); to be investigated"]
+    // Diagnosis so far: from step 0 every Jacobi-PCG solve stops at its 1000-iteration cap
+    // (K with conforming + bending rows is badly conditioned for Jacobi), while Gauss–Newton
+    // reports convergence after 1 iteration because only the (3.1) rows are in the stopping
+    // test; the linear rows (3.3), (3.4) are then only as exact as the truncated solve, the
+    // error accumulates and the sheet blows up. Next: put the linear rows into the stopping
+    // test, and a stronger preconditioner (block-Jacobi / incomplete Cholesky, METHODS-wang §11.2).
+    #[ignore = "known failure: truncated PCG solves (cap 1000, Jacobi) drift the linear rows \
+                and the pinned sheet blows up; see the comment above"]
     fn pinned_sheet_hangs_down_without_locking() {
         let (top, free_edge, strain, newton) = hang(9, 1e-4, 150);
         eprintln!(
