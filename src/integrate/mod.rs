@@ -1,5 +1,10 @@
-//! Time integration: the Baraff–Witkin implicit step and its constraints.
+//! Time integration: the Baraff–Witkin implicit step and its constraints; the Gauss–Newton
+//! projection of Wang 2012 ([`projection`]) with its backward Euler / BDF2 schemes ([`bdf2`]) and the
+//! step of its Table 3.1 ([`isometric`]).
 #![deny(unsafe_code)]
 
+pub mod bdf2;
 pub mod contact;
 pub mod implicit_euler;
+pub mod isometric;
+pub mod projection;

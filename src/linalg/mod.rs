@@ -7,6 +7,9 @@
 //! - [`pcg`]: the per-vertex [`Filter`] (METHODS-bw-bridson eq. 2.15) and the modified PCG of
 //!   Baraff–Witkin ([`solve_filtered_pcg`], eq. 2.16), the unfiltered [`solve_pcg`] and the
 //!   constraint impulse of §2.7.
+//! - [`csr`]: [`SymCsr`], the scalar symmetric `G W Gᵀ + D` of Wang 2012 eq. 3.25/3.30 on a
+//!   pattern built once from row stencils; [`scalar_pcg`]: Jacobi PCG in `f64` on it or on any
+//!   [`SymOperator`].
 //! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
 //!
 //! Determinism: every loop runs over fixed chunks of rows; a reduction adds its per-chunk
@@ -16,14 +19,18 @@
 #![deny(unsafe_code)]
 
 pub mod block_csr;
+pub mod csr;
 pub mod pattern;
 pub mod pcg;
 pub mod precond;
 pub mod reduce;
+pub mod scalar_pcg;
 
 pub use block_csr::BlockCsr;
+pub use csr::SymCsr;
 pub use pattern::{BlockPattern, BlockSlot};
 pub use pcg::{
     Filter, PcgReport, PcgSettings, PcgWorkspace, constraint_impulse, solve_filtered_pcg, solve_pcg,
 };
 pub use precond::BlockJacobi;
+pub use scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg};

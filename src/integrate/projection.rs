@@ -1,0 +1,1175 @@
+//! The Gauss–Newton projection of Wang 2012 (METHODS-wang §7): the constrained implicit step
+//! as a sequence of sparse SPD solves.
+//!
+//! # What is solved
+//!
+//! One step minimises, over positions `x` (Wang 2012 eq. 3.20, with the regularisation of
+//! eq. 3.29),
+//!
+//! `½ (x − x̃)ᵀ M (x − x̃) + ½ ‖r(x)‖² + hard rows C(x) = 0 + soft rows with compliance D`,
+//!
+//! where `x̃` is the inertial prediction, `r` a residual whose half squared norm is `h²` times a
+//! potential (the quadratic bending of eq. 3.19), and `C` stacks the constraint rows. Every
+//! Gauss–Newton iteration linearises the rows at the iterate `x⁽ˢ⁾`
+//! (`C(x) ≈ C(x⁽ˢ⁾) + G (x − x⁽ˢ⁾)`, eq. 3.21) and solves
+//!
+//! `K z = G x̃ + d`, `K = G W Gᵀ + diag(D)`, `d = C(x⁽ˢ⁾) − G x⁽ˢ⁾`   (eq. 3.25, eq. 3.30)
+//!
+//! for the stacked unknowns `z = (r, λ)`, then recovers the new positions
+//!
+//! `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z`                                              (METHODS-wang §7.4 step 1).
+//!
+//! The residual rows and the constraint rows enter `K` the same way; they differ only in their
+//! diagonal `D`: 1 for residual rows (the identity block of eq. 3.25), 0 for hard constraints,
+//! the compliance for soft rows (friction, eq. 3.30). So a potential is passed in as a
+//! [`ConstraintSet`] whose "constraint values" are the residual `r(x)` and whose gradients are
+//! the rows of `A = ∂r/∂x`, with [`RowRole::Residual`].
+//!
+//! # Choices (METHODS-wang §11)
+//!
+//! - `K` is applied matrix-free: `u = W Gᵀ z` as a per-vertex gather over a transpose of the
+//!   stencils built at creation, then `y = G u + D z` per row. This costs two passes over the
+//!   stencil entries, against `Σ_v |rows(v)|²` stored entries for an assembled `K`
+//!   ([`crate::linalg::SymCsr`], which the tests use as the reference).
+//! - Preconditioner: Jacobi, `K_aa = Σ w_v |∇_v C_a|² + D_a` (METHODS-wang §11.2).
+//! - Warm start: `z` of the previous iteration and of the previous call (cloth rows keep their
+//!   order); contact rows start at 0.
+//! - Stopping test (METHODS-wang §11.3): `max_a |C_a(x)| / scale_a ≤ tolerance` over the rows
+//!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
+//!   strain) and over the hard contact rows (`scale = contact_length`), or the Newton cap, or
+//!   the deadline. Residual and soft rows are not tested (their "violation" is the physics).
+//! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
+//!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
+//! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
+//!   beyond the capacity grows the pool once and is counted.
+#![deny(unsafe_code)]
+
+use glam::DVec3;
+
+use crate::linalg::pcg::PcgSettings;
+use crate::linalg::reduce;
+use crate::linalg::scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg};
+use crate::model::constraint::ConstraintSet;
+
+/// How a family's rows enter the system `K` (their diagonal `D`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowRole<'a> {
+    /// Hard constraint rows, `D = 0` (Wang 2012 eq. 3.25).
+    Hard,
+    /// Soft rows with compliance `D > 0` (units of inverse mass; Wang 2012 eq. 3.30).
+    Compliant(f64),
+    /// One compliance per row (0 = hard): e.g. a tiny `D` on the boundary rows (3.4) only,
+    /// which removes the planar redundancy of METHODS-wang §3.4 (advice of §9.3).
+    PerRow(&'a [f64]),
+    /// Residual rows of a potential `h² Φ = ½‖r‖²`, `D = 1` (Wang 2012 eq. 3.19, eq. 3.25).
+    Residual,
+}
+
+impl RowRole<'_> {
+    /// Writes `D` for the family's rows.
+    fn fill_diagonal(self, out: &mut [f64]) {
+        match self {
+            RowRole::Hard => out.fill(0.0),
+            RowRole::Compliant(d) => out.fill(d.max(0.0)),
+            RowRole::PerRow(d) => {
+                assert_eq!(
+                    d.len(),
+                    out.len(),
+                    "RowRole::PerRow: one compliance per row"
+                );
+                for (o, &d) in out.iter_mut().zip(d) {
+                    *o = d.max(0.0);
+                }
+            }
+            RowRole::Residual => out.fill(1.0),
+        }
+    }
+
+    /// Whether some row is soft (then a feasible start is not the minimiser).
+    fn any_soft(self) -> bool {
+        match self {
+            RowRole::Hard => false,
+            RowRole::Compliant(d) => d > 0.0,
+            RowRole::PerRow(d) => d.iter().any(|&d| d > 0.0),
+            RowRole::Residual => true,
+        }
+    }
+}
+
+/// The scale a family's violations are measured against in the stopping test.
+#[derive(Clone, Copy, Debug)]
+pub enum StrainScale<'a> {
+    /// Not tested (residual rows, soft rows, rows trusted to the linear solve).
+    Untested,
+    /// `|C_a| / s ≤ tolerance` with one length `s` for every row (e.g. the shortest rest edge).
+    Uniform(f64),
+    /// `|C_a| / s_a ≤ tolerance`: for `C = ‖x_i − x_j‖ − d_ij` with `s = d_ij` this is the
+    /// strain of METHODS-wang §2.
+    PerRow(&'a [f64]),
+}
+
+/// One family of rows handed to [`GaussNewtonProjection::project`].
+#[derive(Clone, Copy)]
+pub struct RowFamily<'a> {
+    /// The rows: values and gradients.
+    pub set: &'a dyn ConstraintSet,
+    /// How the rows enter `K`.
+    pub role: RowRole<'a>,
+    /// The rows are affine in `x` (constant gradients): gradients are evaluated once per
+    /// projection instead of once per iteration.
+    pub linear: bool,
+    /// Scale for the stopping test.
+    pub scale: StrainScale<'a>,
+}
+
+/// A contact row `C(x) = n · x_p − n · x_c` on one cloth vertex `p` (Wang 2012 eq. 3.26 for the
+/// normal `n`, eq. 3.28 for a tangent with compliance).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactRow {
+    /// Cloth vertex `p`.
+    pub vertex: u32,
+    /// Unit direction: the contact normal, or a tangent.
+    pub direction: DVec3,
+    /// `n · x_c`: the row holds `n · x_p` at this value.
+    pub target: f64,
+    /// Compliance `D` (0: hard, tested in the stopping test; > 0: soft, untested).
+    pub compliance: f64,
+}
+
+/// Budget and tolerances of one projection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProjectionSettings {
+    /// Stopping tolerance on the scaled violation (the strain limit of Wang 2012 Table 4.1).
+    pub tolerance: f64,
+    /// Gauss–Newton iteration cap.
+    pub max_iterations: u32,
+    /// PCG budget and relative tolerance per Gauss–Newton iteration.
+    pub cg: PcgSettings,
+    /// Length scale of hard contact rows in the stopping test (the shortest rest edge).
+    pub contact_length: f64,
+}
+
+impl Default for ProjectionSettings {
+    fn default() -> Self {
+        ProjectionSettings {
+            tolerance: 1e-3,
+            max_iterations: 20,
+            cg: PcgSettings {
+                max_iterations: 1000,
+                tolerance: 1e-6,
+            },
+            contact_length: 1e-2,
+        }
+    }
+}
+
+/// Outcome of one projection: data for the stats, never an error.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProjectionReport {
+    /// Gauss–Newton iterations (linear solves) done.
+    pub iterations: u32,
+    /// Largest scaled violation at the returned positions.
+    pub max_violation: f64,
+    /// PCG iterations summed over the Gauss–Newton iterations.
+    pub cg_iterations: u32,
+    /// The stopping test held.
+    pub converged: bool,
+    /// The deadline stopped it.
+    pub interrupted: bool,
+    /// A PCG solve met `p·Kp ≤ 0` (rank-deficient hard rows) or a non-finite value.
+    pub linear_solve_failed: bool,
+}
+
+/// The preallocated Gauss–Newton projector for one cloth: the stencil structure of its row
+/// families, the transpose used by the matrix-free `K`, the contact pool and all scratch.
+#[derive(Clone, Debug)]
+pub struct GaussNewtonProjection {
+    num_vertices: usize,
+    topo: Stencils,
+    /// `∇C` per stencil entry.
+    gradients: Vec<DVec3>,
+    /// `C(x)` per cloth row, then contact rows.
+    values: Vec<f64>,
+    /// `D` per row.
+    diag: Vec<f64>,
+    /// Right-hand side per row.
+    rhs: Vec<f64>,
+    /// Unknowns `(r, λ)`, kept as the warm start.
+    z: Vec<f64>,
+    /// `W Gᵀ z` per vertex.
+    u: Vec<DVec3>,
+    contacts: Vec<ContactRow>,
+    contact_capacity: usize,
+    contact_overflows: u32,
+    pcg: ScalarPcgWorkspace,
+}
+
+impl GaussNewtonProjection {
+    /// Preallocates for `num_vertices` vertices, the given families (only their stencils are
+    /// read: the same families, in the same order, must be passed to
+    /// [`GaussNewtonProjection::project`]) and a pool of `contact_capacity` contact rows.
+    ///
+    /// # Panics
+    /// If a family's stencil arrays are inconsistent or name a vertex out of range (families
+    /// are validated when they are built).
+    #[must_use]
+    pub fn new(
+        num_vertices: usize,
+        families: &[&dyn ConstraintSet],
+        contact_capacity: usize,
+    ) -> Self {
+        let mut family_rows = vec![0usize];
+        let mut family_entries = vec![0usize];
+        let mut stencil_offsets = vec![0u32];
+        let mut stencil_vertices = Vec::new();
+        for f in families {
+            let o = f.stencil_offsets();
+            let v = f.stencil_vertices();
+            assert_eq!(o.len(), f.len() + 1, "ConstraintSet: offsets length");
+            assert_eq!(o[f.len()] as usize, v.len(), "ConstraintSet: offsets end");
+            let base = stencil_vertices.len() as u32;
+            stencil_offsets.extend(o[1..].iter().map(|&k| base + k));
+            stencil_vertices.extend_from_slice(v);
+            family_rows.push(family_rows.last().expect("non-empty") + f.len());
+            family_entries.push(stencil_vertices.len());
+        }
+        let rows = *family_rows.last().expect("non-empty");
+        let mut entry_row = vec![0u32; stencil_vertices.len()];
+        for a in 0..rows {
+            for k in stencil_offsets[a]..stencil_offsets[a + 1] {
+                entry_row[k as usize] = a as u32;
+            }
+        }
+        let mut vertex_offsets = vec![0u32; num_vertices + 1];
+        for &v in &stencil_vertices {
+            assert!(
+                (v as usize) < num_vertices,
+                "stencil vertex {v} out of range"
+            );
+            vertex_offsets[v as usize + 1] += 1;
+        }
+        for i in 0..num_vertices {
+            vertex_offsets[i + 1] += vertex_offsets[i];
+        }
+        let mut fill = vertex_offsets.clone();
+        let mut vertex_entries = vec![0u32; stencil_vertices.len()];
+        for (k, &v) in stencil_vertices.iter().enumerate() {
+            vertex_entries[fill[v as usize] as usize] = k as u32;
+            fill[v as usize] += 1;
+        }
+        let total = rows + contact_capacity;
+        GaussNewtonProjection {
+            num_vertices,
+            gradients: vec![DVec3::ZERO; stencil_vertices.len()],
+            topo: Stencils {
+                family_rows,
+                family_entries,
+                stencil_offsets,
+                stencil_vertices,
+                entry_row,
+                vertex_offsets,
+                vertex_entries,
+            },
+            values: vec![0.0; total],
+            diag: vec![0.0; total],
+            rhs: vec![0.0; total],
+            z: vec![0.0; total],
+            u: vec![DVec3::ZERO; num_vertices],
+            contacts: Vec::with_capacity(contact_capacity),
+            contact_capacity,
+            contact_overflows: 0,
+            pcg: ScalarPcgWorkspace::new(total),
+        }
+    }
+
+    /// Number of cloth rows (all families).
+    #[must_use]
+    pub fn num_cloth_rows(&self) -> usize {
+        self.topo.num_cloth_rows()
+    }
+
+    /// Removes every contact row (start of a step, or of the staggered pipeline).
+    pub fn clear_contacts(&mut self) {
+        self.contacts.clear();
+    }
+
+    /// The contact rows currently in the system.
+    #[must_use]
+    pub fn contacts(&self) -> &[ContactRow] {
+        &self.contacts
+    }
+
+    /// How many times the contact pool had to grow beyond its capacity.
+    #[must_use]
+    pub fn contact_overflows(&self) -> u32 {
+        self.contact_overflows
+    }
+
+    /// Adds a contact row. Beyond the pool's capacity the pool grows (doubling) and the
+    /// overflow is counted: the only allocation of a steady-state step.
+    pub fn push_contact(&mut self, row: ContactRow) {
+        if self.contacts.len() == self.contact_capacity {
+            self.contact_overflows += 1;
+            self.contact_capacity = (2 * self.contact_capacity).max(16);
+            let total = self.num_cloth_rows() + self.contact_capacity;
+            for v in [&mut self.values, &mut self.diag, &mut self.rhs, &mut self.z] {
+                v.resize(total, 0.0);
+            }
+            self.contacts
+                .reserve(self.contact_capacity - self.contacts.len());
+            self.pcg.reserve(total);
+        }
+        let a = self.num_cloth_rows() + self.contacts.len();
+        self.z[a] = 0.0;
+        self.contacts.push(row);
+    }
+
+    /// The multipliers / residuals `z = (r, λ)` of the last solve (cloth rows, then contacts).
+    #[must_use]
+    pub fn multipliers(&self) -> &[f64] {
+        &self.z[..self.num_cloth_rows() + self.contacts.len()]
+    }
+
+    /// Forgets the warm start (a teleport, a reset).
+    pub fn reset_warm_start(&mut self) {
+        self.z.iter_mut().for_each(|z| *z = 0.0);
+    }
+
+    /// Projects: `x` holds the start iterate `x⁽⁰⁾` on entry and the result on return;
+    /// `x_target` is `x̃`; `inv_mass[v] = w_v` (0 pins a vertex at `x̃_v`).
+    ///
+    /// Wang 2012 eq. 3.25 / 3.30 iterated as in METHODS-wang §7.6; see the module doc for the
+    /// stopping test. `should_stop` is the deadline, asked before every Gauss–Newton iteration
+    /// and inside every PCG. Allocates nothing.
+    ///
+    /// # Panics
+    /// If the families differ in number or size from those given to
+    /// [`GaussNewtonProjection::new`], or a slice is not one entry per vertex.
+    pub fn project(
+        &mut self,
+        families: &[RowFamily<'_>],
+        x_target: &[DVec3],
+        inv_mass: &[f64],
+        settings: &ProjectionSettings,
+        x: &mut [DVec3],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> ProjectionReport {
+        let nv = self.num_vertices;
+        assert!(
+            x_target.len() == nv && inv_mass.len() == nv && x.len() == nv,
+            "project: slices must have one entry per vertex"
+        );
+        assert_eq!(
+            families.len() + 1,
+            self.topo.family_rows.len(),
+            "project: families"
+        );
+        for (i, f) in families.iter().enumerate() {
+            assert_eq!(
+                f.set.len(),
+                self.topo.family_rows[i + 1] - self.topo.family_rows[i],
+                "project: family {i} changed size"
+            );
+        }
+        let cloth_rows = self.num_cloth_rows();
+        let rows = cloth_rows + self.contacts.len();
+        let mut report = ProjectionReport::default();
+
+        // D per row, fixed for the call.
+        for (i, f) in families.iter().enumerate() {
+            f.role.fill_diagonal(
+                &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
+            );
+        }
+        for (c, d) in self.contacts.iter().zip(&mut self.diag[cloth_rows..rows]) {
+            *d = c.compliance.max(0.0);
+        }
+        // At least one solve when soft or residual rows exist: a feasible start is not the
+        // minimiser then.
+        let min_solves = u32::from(
+            families.iter().any(|f| f.role.any_soft())
+                || self.contacts.iter().any(|c| c.compliance > 0.0),
+        );
+        // Constant gradients once.
+        for (i, f) in families.iter().enumerate() {
+            if f.linear {
+                let g = &mut self.gradients
+                    [self.topo.family_entries[i]..self.topo.family_entries[i + 1]];
+                f.set.gradients(x, g);
+            }
+        }
+
+        loop {
+            // C(x⁽ˢ⁾) and the stopping test.
+            self.evaluate(families, x);
+            report.max_violation = self.max_violation(families, settings);
+            if report.max_violation <= settings.tolerance && report.iterations >= min_solves {
+                report.converged = true;
+                break;
+            }
+            if !report.max_violation.is_finite() {
+                report.linear_solve_failed = true;
+                break;
+            }
+            if report.iterations >= settings.max_iterations {
+                break;
+            }
+            if should_stop() {
+                report.interrupted = true;
+                break;
+            }
+            for (i, f) in families.iter().enumerate() {
+                if !f.linear {
+                    let g = &mut self.gradients
+                        [self.topo.family_entries[i]..self.topo.family_entries[i + 1]];
+                    f.set.gradients(x, g);
+                }
+            }
+            let GaussNewtonProjection {
+                topo,
+                gradients,
+                values,
+                diag,
+                rhs,
+                z,
+                u,
+                contacts,
+                pcg,
+                ..
+            } = self;
+            let mut op = KOperator {
+                topo,
+                gradients,
+                diag: &diag[..rows],
+                contacts,
+                inv_mass,
+                u,
+            };
+            op.build_rhs(&values[..rows], x_target, x, &mut rhs[..rows]);
+            let z = &mut z[..rows];
+            let cg = solve_scalar_pcg(&mut op, &rhs[..rows], &settings.cg, pcg, z, &mut |_| {
+                should_stop()
+            });
+            report.cg_iterations += cg.iterations;
+            report.iterations += 1;
+            if cg.indefinite || !cg.relative_residual.is_finite() {
+                report.linear_solve_failed = true;
+            }
+            // x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z (METHODS-wang §7.4 step 1).
+            op.scatter(z);
+            let u = &*op.u;
+            reduce::for_each_chunk(&mut *x, |first, chunk: &mut [DVec3]| {
+                for (k, xi) in chunk.iter_mut().enumerate() {
+                    *xi = x_target[first + k] - u[first + k];
+                }
+            });
+        }
+        report
+    }
+
+    /// `values = C(x)` for every family and contact row.
+    fn evaluate(&mut self, families: &[RowFamily<'_>], x: &[DVec3]) {
+        for (i, f) in families.iter().enumerate() {
+            let r = self.topo.family_rows[i]..self.topo.family_rows[i + 1];
+            f.set.evaluate(x, &mut self.values[r]);
+        }
+        let base = self.topo.num_cloth_rows();
+        for (c, v) in self.contacts.iter().zip(&mut self.values[base..]) {
+            *v = c.direction.dot(x[c.vertex as usize]) - c.target;
+        }
+    }
+
+    /// Largest scaled violation over the tested rows (METHODS-wang §11.3).
+    fn max_violation(&self, families: &[RowFamily<'_>], settings: &ProjectionSettings) -> f64 {
+        let mut worst = 0.0f64;
+        let mut take = |v: f64| {
+            // NaN must win: `max` would drop it.
+            if v.is_nan() || v > worst {
+                worst = v;
+            }
+        };
+        for (i, f) in families.iter().enumerate() {
+            let c = &self.values[self.topo.family_rows[i]..self.topo.family_rows[i + 1]];
+            match f.scale {
+                StrainScale::Untested => {}
+                StrainScale::Uniform(s) => c.iter().for_each(|v| take(v.abs() / s)),
+                StrainScale::PerRow(s) => c.iter().zip(s).for_each(|(v, s)| take(v.abs() / s)),
+            }
+        }
+        let base = self.topo.num_cloth_rows();
+        for (c, v) in self.contacts.iter().zip(&self.values[base..]) {
+            if c.compliance <= 0.0 {
+                take(v.abs() / settings.contact_length);
+            }
+        }
+        worst
+    }
+}
+
+/// The stencil structure of the stacked rows and its transpose, fixed at creation.
+#[derive(Clone, Debug)]
+struct Stencils {
+    /// Row offsets of each family into the stacked cloth rows (`families + 1`).
+    family_rows: Vec<usize>,
+    /// Stencil-entry offsets of each family (`families + 1`).
+    family_entries: Vec<usize>,
+    /// Global row `a` has stencil entries `stencil_offsets[a]..stencil_offsets[a + 1]`.
+    stencil_offsets: Vec<u32>,
+    /// Vertex of every stencil entry.
+    stencil_vertices: Vec<u32>,
+    /// Row of every stencil entry.
+    entry_row: Vec<u32>,
+    /// Transpose: vertex `v` has stencil entries `vertex_entries[vertex_offsets[v]..[v + 1]]`.
+    vertex_offsets: Vec<u32>,
+    vertex_entries: Vec<u32>,
+}
+
+impl Stencils {
+    fn num_cloth_rows(&self) -> usize {
+        *self.family_rows.last().expect("non-empty")
+    }
+}
+
+/// The matrix-free `K = G W Gᵀ + D` of Wang 2012 eq. 3.25 / 3.30.
+struct KOperator<'a> {
+    topo: &'a Stencils,
+    gradients: &'a [DVec3],
+    diag: &'a [f64],
+    contacts: &'a [ContactRow],
+    inv_mass: &'a [f64],
+    /// Scratch `W Gᵀ z` per vertex.
+    u: &'a mut [DVec3],
+}
+
+impl KOperator<'_> {
+    /// `u = W Gᵀ z`: a per-vertex gather over the transpose (fixed order), then the contact
+    /// rows in pool order.
+    fn scatter(&mut self, z: &[f64]) {
+        let t = self.topo;
+        let g = self.gradients;
+        let w = self.inv_mass;
+        reduce::for_each_chunk(&mut *self.u, |first, chunk: &mut [DVec3]| {
+            for (k, ui) in chunk.iter_mut().enumerate() {
+                let v = first + k;
+                let mut acc = DVec3::ZERO;
+                for &e in &t.vertex_entries
+                    [t.vertex_offsets[v] as usize..t.vertex_offsets[v + 1] as usize]
+                {
+                    acc += g[e as usize] * z[t.entry_row[e as usize] as usize];
+                }
+                *ui = acc * w[v];
+            }
+        });
+        let base = t.num_cloth_rows();
+        for (c, zc) in self.contacts.iter().zip(&z[base..]) {
+            let v = c.vertex as usize;
+            self.u[v] += c.direction * (zc * w[v]);
+        }
+    }
+
+    /// `rhs = C(x⁽ˢ⁾) + G (x̃ − x⁽ˢ⁾)` (= `G x̃ + d`, Wang 2012 eq. 3.25), masked to 0 on rows
+    /// with `K_aa = 0` (all vertices pinned).
+    #[allow(clippy::needless_range_loop)] // stencil entries index two parallel arrays
+    fn build_rhs(&self, values: &[f64], x_target: &[DVec3], x: &[DVec3], rhs: &mut [f64]) {
+        let t = self.topo;
+        let g = self.gradients;
+        let w = self.inv_mass;
+        let cloth = t.num_cloth_rows();
+        reduce::for_each_chunk(&mut rhs[..cloth], |first, chunk: &mut [f64]| {
+            for (k, r) in chunk.iter_mut().enumerate() {
+                let a = first + k;
+                let mut acc = values[a];
+                let mut kaa = self.diag[a];
+                for e in t.stencil_offsets[a] as usize..t.stencil_offsets[a + 1] as usize {
+                    let v = t.stencil_vertices[e] as usize;
+                    acc += g[e].dot(x_target[v] - x[v]);
+                    kaa += w[v] * g[e].length_squared();
+                }
+                *r = if kaa > 0.0 { acc } else { 0.0 };
+            }
+        });
+        for ((c, r), (&val, &d)) in self
+            .contacts
+            .iter()
+            .zip(&mut rhs[cloth..])
+            .zip(values[cloth..].iter().zip(&self.diag[cloth..]))
+        {
+            let v = c.vertex as usize;
+            let kaa = w[v] * c.direction.length_squared() + d;
+            *r = if kaa > 0.0 {
+                val + c.direction.dot(x_target[v] - x[v])
+            } else {
+                0.0
+            };
+        }
+    }
+}
+
+impl SymOperator for KOperator<'_> {
+    fn len(&self) -> usize {
+        self.diag.len()
+    }
+
+    fn apply(&mut self, z: &[f64], y: &mut [f64]) {
+        self.scatter(z);
+        let t = self.topo;
+        let g = self.gradients;
+        let u = &*self.u;
+        let diag = self.diag;
+        let cloth = t.num_cloth_rows();
+        reduce::for_each_chunk(&mut y[..cloth], |first, chunk: &mut [f64]| {
+            for (k, yi) in chunk.iter_mut().enumerate() {
+                let a = first + k;
+                let mut acc = diag[a] * z[a];
+                for e in t.stencil_offsets[a] as usize..t.stencil_offsets[a + 1] as usize {
+                    acc += g[e].dot(u[t.stencil_vertices[e] as usize]);
+                }
+                *yi = acc;
+            }
+        });
+        for (j, c) in self.contacts.iter().enumerate() {
+            let a = cloth + j;
+            y[a] = c.direction.dot(u[c.vertex as usize]) + diag[a] * z[a];
+        }
+    }
+
+    fn diagonal(&self, out: &mut [f64]) {
+        let t = self.topo;
+        let g = self.gradients;
+        let w = self.inv_mass;
+        let cloth = t.num_cloth_rows();
+        reduce::for_each_chunk(&mut out[..cloth], |first, chunk: &mut [f64]| {
+            for (k, o) in chunk.iter_mut().enumerate() {
+                let a = first + k;
+                let mut acc = self.diag[a];
+                for e in t.stencil_offsets[a] as usize..t.stencil_offsets[a + 1] as usize {
+                    acc += w[t.stencil_vertices[e] as usize] * g[e].length_squared();
+                }
+                *o = acc;
+            }
+        });
+        for (j, c) in self.contacts.iter().enumerate() {
+            let a = cloth + j;
+            out[a] = w[c.vertex as usize] * c.direction.length_squared() + self.diag[a];
+        }
+    }
+}
+
+/// Small constraint families for the solver tests (the real ones live in `model`).
+#[cfg(test)]
+pub(crate) mod test_sets {
+    use glam::DVec3;
+
+    use crate::model::constraint::ConstraintSet;
+
+    /// `C_e = ‖x_i − x_j‖ − d_e` per edge (the form of Wang 2012 eq. 3.1), gradient eq. 3.2.
+    pub(crate) struct EdgeLengths {
+        pub(crate) offsets: Vec<u32>,
+        pub(crate) vertices: Vec<u32>,
+        pub(crate) rest: Vec<f64>,
+    }
+
+    impl EdgeLengths {
+        /// Edges `edges` with rest lengths measured at `x0`.
+        pub(crate) fn new(edges: &[[u32; 2]], x0: &[DVec3]) -> Self {
+            EdgeLengths {
+                offsets: (0..=edges.len() as u32).map(|k| 2 * k).collect(),
+                vertices: edges.iter().flatten().copied().collect(),
+                rest: edges
+                    .iter()
+                    .map(|&[i, j]| (x0[i as usize] - x0[j as usize]).length())
+                    .collect(),
+            }
+        }
+    }
+
+    impl ConstraintSet for EdgeLengths {
+        fn len(&self) -> usize {
+            self.rest.len()
+        }
+        fn stencil_offsets(&self) -> &[u32] {
+            &self.offsets
+        }
+        fn stencil_vertices(&self) -> &[u32] {
+            &self.vertices
+        }
+        fn evaluate(&self, x: &[DVec3], c: &mut [f64]) {
+            for (e, ce) in c.iter_mut().enumerate() {
+                let (i, j) = (self.vertices[2 * e], self.vertices[2 * e + 1]);
+                *ce = (x[i as usize] - x[j as usize]).length() - self.rest[e];
+            }
+        }
+        fn gradients(&self, x: &[DVec3], g: &mut [DVec3]) {
+            for e in 0..self.rest.len() {
+                let (i, j) = (self.vertices[2 * e], self.vertices[2 * e + 1]);
+                let u = (x[i as usize] - x[j as usize]).normalize_or_zero();
+                g[2 * e] = u;
+                g[2 * e + 1] = -u;
+            }
+        }
+    }
+
+    /// Residual rows of the spring potential `h² Φ = ½ Σ_e h² k ‖x_i − x_j‖²`: three linear rows
+    /// per edge, `r = h √k (x_i − x_j)_c` (the sum-of-squares form of Wang 2012 eq. 3.19).
+    pub(crate) struct SpringResidual {
+        pub(crate) offsets: Vec<u32>,
+        pub(crate) vertices: Vec<u32>,
+        pub(crate) scale: f64,
+    }
+
+    impl SpringResidual {
+        pub(crate) fn new(edges: &[[u32; 2]], h: f64, k: f64) -> Self {
+            SpringResidual {
+                offsets: (0..=3 * edges.len() as u32).map(|r| 2 * r).collect(),
+                vertices: edges
+                    .iter()
+                    .flat_map(|&[i, j]| [i, j, i, j, i, j])
+                    .collect(),
+                scale: h * k.sqrt(),
+            }
+        }
+    }
+
+    impl ConstraintSet for SpringResidual {
+        fn len(&self) -> usize {
+            self.vertices.len() / 2
+        }
+        fn stencil_offsets(&self) -> &[u32] {
+            &self.offsets
+        }
+        fn stencil_vertices(&self) -> &[u32] {
+            &self.vertices
+        }
+        fn evaluate(&self, x: &[DVec3], c: &mut [f64]) {
+            for (r, cr) in c.iter_mut().enumerate() {
+                let (i, j) = (self.vertices[2 * r], self.vertices[2 * r + 1]);
+                *cr = self.scale * (x[i as usize] - x[j as usize])[r % 3];
+            }
+        }
+        fn gradients(&self, _x: &[DVec3], g: &mut [DVec3]) {
+            for r in 0..self.len() {
+                let mut e = DVec3::ZERO;
+                e[r % 3] = self.scale;
+                g[2 * r] = e;
+                g[2 * r + 1] = -e;
+            }
+        }
+    }
+
+    /// An `n × n` grid of spacing `s` in the xz plane at height 0, with its structural edges and,
+    /// with `diagonals`, one shear diagonal per cell.
+    pub(crate) fn grid(n: usize, s: f64, diagonals: bool) -> (Vec<DVec3>, Vec<[u32; 2]>) {
+        let x: Vec<DVec3> = (0..n * n)
+            .map(|k| DVec3::new((k % n) as f64 * s, 0.0, (k / n) as f64 * s))
+            .collect();
+        let id = |i: usize, j: usize| (j * n + i) as u32;
+        let mut e = Vec::new();
+        for j in 0..n {
+            for i in 0..n {
+                if i + 1 < n {
+                    e.push([id(i, j), id(i + 1, j)]);
+                }
+                if j + 1 < n {
+                    e.push([id(i, j), id(i, j + 1)]);
+                }
+                if diagonals && i + 1 < n && j + 1 < n {
+                    e.push([id(i, j), id(i + 1, j + 1)]);
+                }
+            }
+        }
+        (x, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_sets::{EdgeLengths, SpringResidual, grid};
+    use super::*;
+    use crate::linalg::SymCsr;
+    use crate::testing::SplitMix64;
+    use faer::linalg::solvers::Solve;
+
+    fn hard<'a>(set: &'a EdgeLengths) -> RowFamily<'a> {
+        RowFamily {
+            set,
+            role: RowRole::Hard,
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        }
+    }
+
+    /// Dense `K` by applying the matrix-free operator to unit vectors.
+    fn dense_k(op: &mut KOperator<'_>) -> Vec<f64> {
+        let n = op.len();
+        let mut k = vec![0.0; n * n];
+        let mut e = vec![0.0; n];
+        let mut y = vec![0.0; n];
+        for b in 0..n {
+            e.iter_mut().for_each(|v| *v = 0.0);
+            e[b] = 1.0;
+            op.apply(&e, &mut y);
+            for a in 0..n {
+                k[a * n + b] = y[a];
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn matrix_free_k_matches_assembled_and_is_spd() {
+        let (x0, edges) = grid(4, 0.1, true);
+        let mut rng = SplitMix64::new(7);
+        let x: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.02)).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let spring = SpringResidual::new(&edges[..5], 0.01, 100.0);
+        let mut inv_mass: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
+        inv_mass[0] = 0.0;
+        inv_mass[3] = 0.0;
+        let mut proj = GaussNewtonProjection::new(x.len(), &[&set, &spring], 4);
+        proj.push_contact(ContactRow {
+            vertex: 5,
+            direction: DVec3::Y,
+            target: 0.0,
+            compliance: 0.0,
+        });
+        proj.push_contact(ContactRow {
+            vertex: 5,
+            direction: DVec3::X,
+            target: 0.0,
+            compliance: 1e-3,
+        });
+        let n_set = set.len();
+        let rows = proj.num_cloth_rows() + 2;
+        // Gradients and D as project() sets them.
+        set.gradients(&x, &mut proj.gradients[..2 * n_set]);
+        spring.gradients(&x, &mut proj.gradients[2 * n_set..]);
+        proj.diag[..n_set].fill(0.0);
+        let cloth_rows = proj.num_cloth_rows();
+        proj.diag[n_set..cloth_rows].fill(1.0);
+        proj.diag[rows - 2] = 0.0;
+        proj.diag[rows - 1] = 1e-3;
+        let GaussNewtonProjection {
+            topo,
+            gradients,
+            diag,
+            u,
+            contacts,
+            ..
+        } = &mut proj;
+        let mut op = KOperator {
+            topo,
+            gradients,
+            diag: &diag[..rows],
+            contacts,
+            inv_mass: &inv_mass,
+            u,
+        };
+        let k = dense_k(&mut op);
+        // Reference: the assembled SymCsr with the contacts as one-vertex stencils.
+        let mut offsets = topo.stencil_offsets.clone();
+        let mut vertices = topo.stencil_vertices.clone();
+        let mut g = gradients.clone();
+        for c in contacts.iter() {
+            vertices.push(c.vertex);
+            g.push(c.direction);
+            offsets.push(vertices.len() as u32);
+        }
+        let mut csr = SymCsr::from_stencils(x.len(), &offsets, &vertices);
+        csr.assemble(&g, &inv_mass, &diag[..rows]);
+        let reference = csr.to_dense();
+        let mut diag_out = vec![0.0; rows];
+        op.diagonal(&mut diag_out);
+        for a in 0..rows {
+            assert!((diag_out[a] - reference[a * rows + a]).abs() <= 1e-14);
+            for b in 0..rows {
+                let (p, q) = (k[a * rows + b], reference[a * rows + b]);
+                assert!((p - q).abs() <= 1e-13, "K[{a},{b}] = {p} vs {q}");
+            }
+        }
+        // SPD: the 33 edge rows on 14 free vertices of a perturbed (non-planar) grid are
+        // independent, the residual and soft rows have D > 0 (METHODS-wang §7.5).
+        let mat = faer::Mat::<f64>::from_fn(rows, rows, |r, c| k[r * rows + c]);
+        let chol = mat.llt(faer::Side::Lower).expect("K is SPD");
+        // PCG on the matrix-free K matches faer's direct solve.
+        let b: Vec<f64> = (0..rows).map(|i| ((i * 7 % 5) as f64) - 2.0).collect();
+        let x_ref = chol.solve(faer::Mat::<f64>::from_fn(rows, 1, |r, _| b[r]));
+        let mut z = vec![0.0; rows];
+        let mut ws = ScalarPcgWorkspace::new(rows);
+        let s = PcgSettings {
+            max_iterations: 1000,
+            tolerance: 1e-13,
+        };
+        let rep = solve_scalar_pcg(&mut op, &b, &s, &mut ws, &mut z, &mut |_| false);
+        assert!(rep.converged, "{rep:?}");
+        let scale = (0..rows).fold(0.0f64, |m, i| m.max(x_ref[(i, 0)].abs()));
+        for i in 0..rows {
+            assert!((z[i] - x_ref[(i, 0)]).abs() <= 1e-8 * scale, "row {i}");
+        }
+    }
+
+    #[test]
+    fn grid_converges_to_the_constraint_manifold_and_pins_hold() {
+        let n = 8;
+        // A net (no diagonals: like the red-node rows of Wang 2012 it does not lock), pinned at
+        // two opposite corners. (Two pins joined by a straight row of edges at its rest length
+        // would make that row taut: a self-stress, rank-deficient hard rows, METHODS-wang §7.5.)
+        let (x0, edges) = grid(n, 0.05, false);
+        let set = EdgeLengths::new(&edges, &x0);
+        let last = n * n - 1;
+        let mut inv_mass = vec![1.0; x0.len()];
+        inv_mass[0] = 0.0;
+        inv_mass[last] = 0.0;
+        // Prediction of one step of a falling sheet: a uniform drop plus a few % of noise.
+        let mut rng = SplitMix64::new(3);
+        let x_target: Vec<DVec3> = x0
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if inv_mass[i] == 0.0 {
+                    *p
+                } else {
+                    *p + DVec3::new(0.0, -0.01, 0.0) + rng.vec3(0.002)
+                }
+            })
+            .collect();
+        let mut proj = GaussNewtonProjection::new(x0.len(), &[&set], 0);
+        let settings = ProjectionSettings {
+            tolerance: 1e-6,
+            max_iterations: 30,
+            ..ProjectionSettings::default()
+        };
+        let mut x = x_target.clone();
+        let rep = proj.project(
+            &[hard(&set)],
+            &x_target,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rep:?}");
+        assert!(rep.iterations <= 10, "{rep:?}");
+        assert!(rep.cg_iterations > 0);
+        let mut c = vec![0.0; set.len()];
+        set.evaluate(&x, &mut c);
+        for (ce, d) in c.iter().zip(&set.rest) {
+            assert!(ce.abs() / d <= 1e-6, "strain {}", ce / d);
+        }
+        assert_eq!(x[0], x_target[0]);
+        assert_eq!(x[last], x_target[last]);
+        // The projection is mass-weighted closest: it moved the sheet, but not by more than
+        // the prediction's violation scale.
+        let moved = x
+            .iter()
+            .zip(&x_target)
+            .map(|(a, b)| (*a - *b).length())
+            .fold(0.0, f64::max);
+        assert!(moved > 1e-4 && moved < 0.05, "moved {moved}");
+        // Projecting the result again is a no-op (it is feasible to the tolerance).
+        let x1 = x.clone();
+        let rep2 = proj.project(
+            &[hard(&set)],
+            &x1,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep2.converged && rep2.iterations == 0, "{rep2:?}");
+        assert_eq!(x, x1);
+    }
+
+    #[test]
+    fn rigidly_moved_rest_state_is_a_no_op() {
+        let (x0, edges) = grid(5, 0.1, true);
+        let set = EdgeLengths::new(&edges, &x0);
+        let r = glam::DMat3::from_euler(glam::EulerRot::XYZ, 0.3, -1.1, 0.7);
+        let target: Vec<DVec3> = x0
+            .iter()
+            .map(|p| r * *p + DVec3::new(1.0, 2.0, 3.0))
+            .collect();
+        let inv_mass = vec![1.0; x0.len()];
+        let mut proj = GaussNewtonProjection::new(x0.len(), &[&set], 0);
+        let mut x = target.clone();
+        let rep = proj.project(
+            &[hard(&set)],
+            &target,
+            &inv_mass,
+            &ProjectionSettings::default(),
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged && rep.iterations == 0 && rep.max_violation < 1e-12);
+        assert_eq!(x, target);
+    }
+
+    #[test]
+    fn residual_rows_give_the_implicit_euler_minimiser() {
+        // Springs only, no constraints: one Gauss–Newton iteration must solve
+        // (M + h² k Lₛ) x = M x̃ exactly (eq. 3.11 for a quadratic potential, eq. 3.25 with
+        // J empty), one pinned vertex.
+        let (x0, edges) = grid(3, 0.1, true);
+        let (h, k) = (0.01, 2.0e3);
+        let spring = SpringResidual::new(&edges, h, k);
+        let nv = x0.len();
+        let mut rng = SplitMix64::new(11);
+        let mass: Vec<f64> = (0..nv).map(|_| rng.uniform(0.5, 2.0)).collect();
+        let mut inv_mass: Vec<f64> = mass.iter().map(|m| 1.0 / m).collect();
+        inv_mass[4] = 0.0;
+        let target: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.05)).collect();
+        // Dense reference per coordinate: free vertices solve, the pin stays at x̃.
+        let mut a = faer::Mat::<f64>::zeros(nv, nv);
+        for i in 0..nv {
+            a[(i, i)] = mass[i];
+        }
+        for &[i, j] in &edges {
+            let (i, j) = (i as usize, j as usize);
+            let s = h * h * k;
+            a[(i, i)] += s;
+            a[(j, j)] += s;
+            a[(i, j)] -= s;
+            a[(j, i)] -= s;
+        }
+        let free: Vec<usize> = (0..nv).filter(|&i| inv_mass[i] > 0.0).collect();
+        let af = faer::Mat::<f64>::from_fn(free.len(), free.len(), |r, c| a[(free[r], free[c])]);
+        let lu = af.partial_piv_lu();
+        let mut proj = GaussNewtonProjection::new(nv, &[&spring], 0);
+        let fam = RowFamily {
+            set: &spring,
+            role: RowRole::Residual,
+            linear: true,
+            scale: StrainScale::Untested,
+        };
+        let settings = ProjectionSettings {
+            cg: PcgSettings {
+                max_iterations: 500,
+                tolerance: 1e-13,
+            },
+            ..ProjectionSettings::default()
+        };
+        let mut x = target.clone();
+        let rep = proj.project(&[fam], &target, &inv_mass, &settings, &mut x, &mut || false);
+        assert!(rep.converged && rep.iterations == 1, "{rep:?}");
+        for c in 0..3 {
+            let b = faer::Mat::<f64>::from_fn(free.len(), 1, |r, _| {
+                let i = free[r];
+                let mut v = mass[i] * target[i][c];
+                for &[p, q] in &edges {
+                    let s = h * h * k;
+                    if p as usize == i && inv_mass[q as usize] == 0.0 {
+                        v += s * target[q as usize][c];
+                    }
+                    if q as usize == i && inv_mass[p as usize] == 0.0 {
+                        v += s * target[p as usize][c];
+                    }
+                }
+                v
+            });
+            let sol = lu.solve(&b);
+            for (r, &i) in free.iter().enumerate() {
+                assert!(
+                    (x[i][c] - sol[(r, 0)]).abs() <= 1e-10,
+                    "vertex {i} coord {c}: {} vs {}",
+                    x[i][c],
+                    sol[(r, 0)]
+                );
+            }
+        }
+        assert_eq!(x[4], target[4]);
+    }
+
+    #[test]
+    fn contact_rows_hold_normal_and_pool_overflow_is_counted() {
+        // A chain of 4 edges pinned at vertex 0, predicted to fall through y = 0; hard normal
+        // rows (eq. 3.26) at the two last vertices keep them on y = 0.
+        let x0: Vec<DVec3> = (0..5)
+            .map(|i| DVec3::new(0.1 * i as f64, 0.0, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..4).map(|i| [i, i + 1]).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let mut inv_mass = vec![1.0; 5];
+        inv_mass[0] = 0.0;
+        let target: Vec<DVec3> = x0
+            .iter()
+            .enumerate()
+            .map(|(i, p)| *p - DVec3::Y * 0.01 * i as f64)
+            .collect();
+        let mut proj = GaussNewtonProjection::new(5, &[&set], 1);
+        for v in [3u32, 4] {
+            proj.push_contact(ContactRow {
+                vertex: v,
+                direction: DVec3::Y,
+                target: 0.0,
+                compliance: 0.0,
+            });
+        }
+        assert_eq!(proj.contact_overflows(), 1);
+        let settings = ProjectionSettings {
+            tolerance: 1e-8,
+            contact_length: 0.1,
+            ..ProjectionSettings::default()
+        };
+        let mut x = target.clone();
+        let rep = proj.project(
+            &[hard(&set)],
+            &target,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rep:?}");
+        assert!(x[3].y.abs() < 1e-9 && x[4].y.abs() < 1e-9);
+        assert_eq!(proj.multipliers().len(), 6);
+        // The deadline stops it before any solve.
+        proj.reset_warm_start();
+        let mut x = target.clone();
+        let rep = proj.project(
+            &[hard(&set)],
+            &target,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || true,
+        );
+        assert!(rep.interrupted && rep.iterations == 0);
+    }
+
+    #[test]
+    fn projection_bits_independent_of_threads() {
+        let n = 40;
+        let (x0, edges) = grid(n, 0.025, true);
+        let set = EdgeLengths::new(&edges, &x0);
+        let mut inv_mass = vec![1.0; x0.len()];
+        inv_mass[0] = 0.0;
+        let mut rng = SplitMix64::new(5);
+        let target: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.003)).collect();
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool")
+                .install(|| {
+                    let mut proj = GaussNewtonProjection::new(x0.len(), &[&set], 0);
+                    let mut x = target.clone();
+                    let rep = proj.project(
+                        &[hard(&set)],
+                        &target,
+                        &inv_mass,
+                        &ProjectionSettings::default(),
+                        &mut x,
+                        &mut || false,
+                    );
+                    (x, rep)
+                })
+        };
+        let (a, ra) = run(1);
+        let (b, rb) = run(2);
+        assert_eq!(ra, rb);
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(p, q)| p.to_array().map(f64::to_bits) == q.to_array().map(f64::to_bits))
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Jacobi-preconditioned conjugate gradients for scalar SPD systems `K z = b`, in `f64`.
+//!
+//! The system is given as a [`SymOperator`] (an assembled [`super::SymCsr`], or the
+//! matrix-free `G W Gᵀ + D` of the Gauss–Newton projection). Every dot product is reduced over
+//! the fixed chunks of [`super::reduce`], so the iterates are bit-identical for any rayon
+//! thread count provided the operator's `apply` is. Nothing allocates after the
+//! [`ScalarPcgWorkspace`] exists.
+#![deny(unsafe_code)]
+
+use super::pcg::{PcgReport, PcgSettings};
+use super::reduce;
+
+/// A symmetric positive (semi)definite linear operator on `f64` vectors.
+pub trait SymOperator {
+    /// Dimension.
+    fn len(&self) -> usize;
+    /// True for the 0×0 operator.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `y = K z`; must be deterministic (fixed reduction order) for any thread count.
+    /// `&mut self`: a matrix-free operator keeps its scratch inside.
+    fn apply(&mut self, z: &[f64], y: &mut [f64]);
+    /// `out[a] = K_aa`.
+    fn diagonal(&self, out: &mut [f64]);
+}
+
+/// Scratch of the scalar PCG for systems up to a capacity; created with the cloth.
+#[derive(Clone, Debug, Default)]
+pub struct ScalarPcgWorkspace {
+    r: Vec<f64>,
+    p: Vec<f64>,
+    q: Vec<f64>,
+    s: Vec<f64>,
+    inv_diag: Vec<f64>,
+}
+
+impl ScalarPcgWorkspace {
+    /// Workspace for systems of at most `n` rows.
+    #[must_use]
+    pub fn new(n: usize) -> Self {
+        let mut ws = ScalarPcgWorkspace::default();
+        ws.reserve(n);
+        ws
+    }
+
+    /// Grows the buffers to `n` rows (allocates only when `n` exceeds the capacity).
+    pub fn reserve(&mut self, n: usize) {
+        for v in [
+            &mut self.r,
+            &mut self.p,
+            &mut self.q,
+            &mut self.s,
+            &mut self.inv_diag,
+        ] {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+        }
+    }
+
+    /// Rows this workspace can serve without growing.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.r.len()
+    }
+}
+
+/// Deterministic `f64` dot product over fixed chunks.
+#[must_use]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len(), "dot: lengths differ");
+    reduce::sum_chunks(a.len(), |r| {
+        a[r.clone()]
+            .iter()
+            .zip(&b[r])
+            .fold(0.0, |acc, (x, y)| acc + x * y)
+    })
+}
+
+/// Solves `K z = b` by Jacobi-preconditioned CG; `z` is the warm start and the result.
+///
+/// - Converged when `sqrt(r·P⁻¹r) <= tolerance · sqrt(b·P⁻¹b)` (`P = diag K`), measured on
+///   `b` so a good warm start may converge in 0 iterations.
+/// - Rows with `K_aa <= 0` (a constraint whose vertices are all pinned: a zero row of `K`,
+///   Wang 2012 §7.5 of METHODS) are inert: their preconditioner is 0, their `b` must be 0
+///   (the caller masks it) and their `z` is left as given.
+/// - `should_stop(iterations)` is asked before each iteration (the frame deadline).
+/// - `p·Kp <= 0` stops with `indefinite`.
+///
+/// # Panics
+/// If `b` or `z` differs from the operator's size or the workspace is too small.
+pub fn solve_scalar_pcg<O: SymOperator + ?Sized>(
+    op: &mut O,
+    b: &[f64],
+    settings: &PcgSettings,
+    ws: &mut ScalarPcgWorkspace,
+    z: &mut [f64],
+    should_stop: &mut dyn FnMut(u32) -> bool,
+) -> PcgReport {
+    let n = op.len();
+    assert!(b.len() == n && z.len() == n, "scalar PCG: wrong lengths");
+    assert!(ws.capacity() >= n, "scalar PCG: workspace too small");
+    let r = &mut ws.r[..n];
+    let p = &mut ws.p[..n];
+    let q = &mut ws.q[..n];
+    let s = &mut ws.s[..n];
+    let inv_diag = &mut ws.inv_diag[..n];
+    op.diagonal(inv_diag);
+    for d in inv_diag.iter_mut() {
+        *d = if *d > 0.0 { 1.0 / *d } else { 0.0 };
+    }
+    let mut report = PcgReport::default();
+
+    let bnorm = reduce::sum_chunks(n, |rg| {
+        rg.fold(0.0, |acc, i| acc + b[i] * b[i] * inv_diag[i])
+    });
+    if !bnorm.is_finite() {
+        report.relative_residual = f64::NAN;
+        return report;
+    }
+    if bnorm <= 0.0 {
+        z.iter_mut().for_each(|v| *v = 0.0);
+        report.converged = true;
+        return report;
+    }
+    if !z.iter().all(|v| v.is_finite()) {
+        z.iter_mut().for_each(|v| *v = 0.0);
+    }
+    // r = b - K z, s = P⁻¹ r.
+    op.apply(z, q);
+    let mut d_new = reduce::sum_chunks_mut((&mut *r, &mut *s), |first, (rc, sc)| {
+        let mut acc = 0.0;
+        for (k, (ri, si)) in rc.iter_mut().zip(sc.iter_mut()).enumerate() {
+            let i = first + k;
+            *ri = b[i] - q[i];
+            *si = *ri * inv_diag[i];
+            acc += *ri * *si;
+        }
+        acc
+    });
+    let threshold = settings.tolerance * settings.tolerance * bnorm;
+    let mut beta: Option<f64> = None;
+    let mut it = 0u32;
+    loop {
+        if !d_new.is_finite() {
+            break;
+        }
+        if d_new <= threshold {
+            report.converged = true;
+            break;
+        }
+        if it >= settings.max_iterations {
+            break;
+        }
+        if should_stop(it) {
+            report.interrupted = true;
+            break;
+        }
+        reduce::for_each_chunk(&mut *p, |first, pc: &mut [f64]| {
+            for (k, pi) in pc.iter_mut().enumerate() {
+                let i = first + k;
+                *pi = match beta {
+                    Some(beta) => s[i] + beta * *pi,
+                    None => s[i],
+                };
+            }
+        });
+        op.apply(p, q);
+        let pq = dot(p, q);
+        if pq.is_nan() || pq <= 0.0 {
+            report.indefinite = true;
+            break;
+        }
+        let alpha = d_new / pq;
+        let d_old = d_new;
+        let (pp, qq) = (&*p, &*q);
+        d_new = reduce::sum_chunks_mut((&mut *z, (&mut *r, &mut *s)), |first, (zc, (rc, sc))| {
+            let mut acc = 0.0;
+            for k in 0..zc.len() {
+                let i = first + k;
+                zc[k] += alpha * pp[i];
+                rc[k] -= alpha * qq[i];
+                sc[k] = rc[k] * inv_diag[i];
+                acc += rc[k] * sc[k];
+            }
+            acc
+        });
+        beta = Some(d_new / d_old);
+        it += 1;
+    }
+    report.iterations = it;
+    report.relative_residual = if d_new.is_finite() {
+        (d_new.max(0.0) / bnorm).sqrt()
+    } else {
+        f64::NAN
+    };
+    report
+}
