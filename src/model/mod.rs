@@ -20,9 +20,9 @@
 pub mod baraff_witkin;
 pub mod constraint;
 pub mod dihedral;
-pub mod wind;
 pub mod isometric;
 pub mod quadratic_bending;
+pub mod wind;
 
 /// Helpers shared by the unit tests of the element kernels: a seeded generator, a robust closeness
 /// check and a symmetric eigenvalue check.
