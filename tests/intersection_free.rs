@@ -7,8 +7,6 @@ mod support;
 
 use std::path::Path;
 
-use support::{TriSoup, find_intersections};
-
 /// Runs `sample` checking every frame; returns the largest edge strain seen.
 fn check_every_frame(sample: &str, frames: Option<u32>) -> f32 {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,27 +25,7 @@ fn check_every_frame(sample: &str, frames: Option<u32>) -> f32 {
             stats.last_resorts, 0,
             "{sample} frame {frame}: last resort taken"
         );
-        let solids = support::solids_of(&world);
-        let (ox, otris) = world.obstacle_soup();
-        for cloth in world.cloths() {
-            let report = find_intersections(
-                &TriSoup {
-                    positions: cloth.state().positions(),
-                    triangles: cloth.triangles(),
-                },
-                &[TriSoup {
-                    positions: ox,
-                    triangles: otris,
-                }],
-                &solids,
-                1e-3,
-            );
-            assert!(
-                report.is_clean(),
-                "{sample} frame {frame}: {}",
-                report.summary()
-            );
-        }
+        support::assert_world_clean(&world, &format!("{sample} frame {frame}"));
     }
     println!(
         "{sample}: {frames} frames intersection-free; {hits} CCD hits, largest impact zone {zones}, max strain {:.1}%",

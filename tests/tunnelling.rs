@@ -6,7 +6,6 @@ mod support;
 
 use std::path::Path;
 
-use support::{TriSoup, find_intersections};
 use weft::scene::Scene;
 
 fn run_checked(text: &str, frames: u32) -> weft::world::World {
@@ -14,22 +13,7 @@ fn run_checked(text: &str, frames: u32) -> weft::world::World {
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
     for frame in 0..frames {
         world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
-        let (ox, otris) = world.obstacle_soup();
-        let solids = support::solids_of(&world);
-        let cloth = &world.cloths()[0];
-        let report = find_intersections(
-            &TriSoup {
-                positions: cloth.state().positions(),
-                triangles: cloth.triangles(),
-            },
-            &[TriSoup {
-                positions: ox,
-                triangles: otris,
-            }],
-            &solids,
-            1e-3,
-        );
-        assert!(report.is_clean(), "frame {frame}: {}", report.summary());
+        support::assert_world_clean(&world, &format!("frame {frame}"));
     }
     world
 }

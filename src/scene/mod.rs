@@ -491,6 +491,60 @@ fn track_of(keys: &[KeyframeSection]) -> Result<Option<Track>, (String, String)>
     }
 }
 
+/// The shape a `[[collider]]` or `[[obstacle]]` section describes, its sizes
+/// checked; an error is (key, message).
+fn shape_of(
+    kind: ShapeKind,
+    radius: Option<f32>,
+    half_length: Option<f32>,
+    half_extents: Option<[f32; 3]>,
+) -> Result<Shape, (&'static str, String)> {
+    let positive = |key: &'static str, v: Option<f32>| match v {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Some(x) => Err((key, format!("must be positive, got {x}"))),
+        None => Err((key, format!("required for shape {kind:?}"))),
+    };
+    Ok(match kind {
+        ShapeKind::Plane => Shape::Plane,
+        ShapeKind::Sphere => Shape::Sphere {
+            radius: positive("radius", radius)?,
+        },
+        ShapeKind::Capsule => Shape::Capsule {
+            radius: positive("radius", radius)?,
+            half_length: positive("half_length", half_length)?,
+        },
+        ShapeKind::Box => {
+            let h = half_extents.ok_or(("half_extents", "required for shape Box".to_string()))?;
+            if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
+                return Err(("half_extents", "must be positive".into()));
+            }
+            Shape::Cuboid {
+                half_extents: Vec3::from_array(h),
+            }
+        }
+    })
+}
+
+/// Checks that a body's placement and velocities are finite.
+fn check_placement(
+    position: [f32; 3],
+    rotation_deg: [f32; 3],
+    linear_velocity: [f32; 3],
+    angular_velocity: [f32; 3],
+) -> Result<(), (&'static str, String)> {
+    for (key, v) in [
+        ("position", position),
+        ("rotation_deg", rotation_deg),
+        ("linear_velocity", linear_velocity),
+        ("angular_velocity", angular_velocity),
+    ] {
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err((key, "must be finite".into()));
+        }
+    }
+    Ok(())
+}
+
 /// Why an `[[obstacle]]` section could not become an obstacle.
 enum ObstacleSpecError {
     /// A value is wrong: (key, message).
@@ -509,24 +563,16 @@ fn obstacle_desc(
     oi: usize,
 ) -> Result<ObstacleDesc, ObstacleSpecError> {
     use ObstacleSpecError::Value;
-    let positive = |key: &'static str, v: Option<f32>, shape: ShapeKind| match v {
-        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-        Some(x) => Err(Value(key, format!("must be positive, got {x}"))),
-        None => Err(Value(key, format!("required for shape {shape:?}"))),
-    };
     if !(o.scale.is_finite() && o.scale > 0.0) {
         return Err(Value("scale", format!("must be positive, got {}", o.scale)));
     }
-    for (key, v) in [
-        ("position", o.position),
-        ("rotation_deg", o.rotation_deg),
-        ("linear_velocity", o.linear_velocity),
-        ("angular_velocity", o.angular_velocity),
-    ] {
-        if !v.iter().all(|x| x.is_finite()) {
-            return Err(Value(key, "must be finite".into()));
-        }
-    }
+    check_placement(
+        o.position,
+        o.rotation_deg,
+        o.linear_velocity,
+        o.angular_velocity,
+    )
+    .map_err(|(key, message)| Value(key, message))?;
     if !(o.friction.is_finite() && o.friction >= 0.0) {
         return Err(Value(
             "friction",
@@ -542,33 +588,15 @@ fn obstacle_desc(
     };
     let mut mesh = match (&o.obj, o.shape) {
         (Some(obj), None) => read_obj_file(&base.join(obj)).map_err(mesh_err)?,
+        (None, Some(ShapeKind::Plane)) => {
+            return Err(Value(
+                "shape",
+                "a plane is not a finite mesh; use a [[collider]] or a box".into(),
+            ));
+        }
         (None, Some(kind)) => {
-            let shape = match kind {
-                ShapeKind::Plane => {
-                    return Err(Value(
-                        "shape",
-                        "a plane is not a finite mesh; use a [[collider]] or a box".into(),
-                    ));
-                }
-                ShapeKind::Sphere => Shape::Sphere {
-                    radius: positive("radius", o.radius, kind)?,
-                },
-                ShapeKind::Capsule => Shape::Capsule {
-                    radius: positive("radius", o.radius, kind)?,
-                    half_length: positive("half_length", o.half_length, kind)?,
-                },
-                ShapeKind::Box => {
-                    let h = o
-                        .half_extents
-                        .ok_or(Value("half_extents", "required for shape Box".into()))?;
-                    if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
-                        return Err(Value("half_extents", "must be positive".into()));
-                    }
-                    Shape::Cuboid {
-                        half_extents: Vec3::from_array(h),
-                    }
-                }
-            };
+            let shape = shape_of(kind, o.radius, o.half_length, o.half_extents)
+                .map_err(|(key, message)| Value(key, message))?;
             tessellate(&shape).map_err(mesh_err)?
         }
         _ => {
@@ -961,44 +989,13 @@ fn check_camera(c: &file::CameraSection) -> Result<(), (&'static str, String)> {
 }
 
 fn collider_desc(k: &ColliderSection) -> Result<ColliderDesc, (&'static str, String)> {
-    let positive = |key: &'static str, v: Option<f32>| -> Result<f32, (&'static str, String)> {
-        match v {
-            Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-            Some(x) => Err((key, format!("must be positive, got {x}"))),
-            None => Err((key, format!("required for shape {:?}", k.shape))),
-        }
-    };
-    let shape = match k.shape {
-        ShapeKind::Plane => Shape::Plane,
-        ShapeKind::Sphere => Shape::Sphere {
-            radius: positive("radius", k.radius)?,
-        },
-        ShapeKind::Capsule => Shape::Capsule {
-            radius: positive("radius", k.radius)?,
-            half_length: positive("half_length", k.half_length)?,
-        },
-        ShapeKind::Box => {
-            let h = k
-                .half_extents
-                .ok_or(("half_extents", "required for shape Box".to_string()))?;
-            if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
-                return Err(("half_extents", "must be positive".into()));
-            }
-            Shape::Cuboid {
-                half_extents: Vec3::from_array(h),
-            }
-        }
-    };
-    for (key, v) in [
-        ("position", k.position),
-        ("rotation_deg", k.rotation_deg),
-        ("linear_velocity", k.linear_velocity),
-        ("angular_velocity", k.angular_velocity),
-    ] {
-        if !v.iter().all(|x| x.is_finite()) {
-            return Err((key, "must be finite".into()));
-        }
-    }
+    let shape = shape_of(k.shape, k.radius, k.half_length, k.half_extents)?;
+    check_placement(
+        k.position,
+        k.rotation_deg,
+        k.linear_velocity,
+        k.angular_velocity,
+    )?;
     if !(k.friction.is_finite() && k.friction >= 0.0) {
         return Err((
             "friction",

@@ -53,3 +53,31 @@ pub fn solids_of(world: &weft::world::World) -> Vec<Solid> {
         })
         .collect()
 }
+
+/// Checks every cloth of `world` with the independent checker: no two
+/// non-adjacent cloth triangles intersect, no cloth triangle crosses an
+/// obstacle mesh, and none is more than 1 mm inside an analytic collider.
+/// Panics with `context` and the checker's summary otherwise.
+pub fn assert_world_clean(world: &weft::world::World, context: &str) {
+    let solids = solids_of(world);
+    let (ox, otris) = world.obstacle_soup();
+    for (i, cloth) in world.cloths().iter().enumerate() {
+        let report = find_intersections(
+            &TriSoup {
+                positions: cloth.state().positions(),
+                triangles: cloth.triangles(),
+            },
+            &[TriSoup {
+                positions: ox,
+                triangles: otris,
+            }],
+            &solids,
+            1e-3,
+        );
+        assert!(
+            report.is_clean(),
+            "{context}, cloth {i}: {}",
+            report.summary()
+        );
+    }
+}
