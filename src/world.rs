@@ -475,6 +475,8 @@ pub struct World {
     obstacle_x1: Vec<Vec3>,
     obstacle_friction: Vec<f32>,
     clock: Arc<dyn Clock>,
+    /// The host's rayon pool; `None` runs in whatever pool calls `step`.
+    pool: Option<Arc<rayon::ThreadPool>>,
     time: f64,
     frame: u64,
 }
@@ -494,6 +496,7 @@ impl World {
             obstacle_x1: Vec::new(),
             obstacle_friction: Vec::new(),
             clock: Arc::new(SystemClock::new()),
+            pool: None,
             time: 0.0,
             frame: 0,
         }
@@ -502,6 +505,29 @@ impl World {
     /// Replaces the clock that measures the frame deadline (tests inject one).
     pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
+    }
+
+    /// Runs every later [`World::step`] inside `pool` (the host's own rayon
+    /// pool); `None` runs in the pool of the caller (rayon's global pool
+    /// outside any). Results do not depend on the pool's thread count.
+    pub fn set_thread_pool(&mut self, pool: Option<Arc<rayon::ThreadPool>>) {
+        self.pool = pool;
+    }
+
+    /// Builds a pool of `threads` workers for this world (see
+    /// [`World::set_thread_pool`]).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()?;
+        self.pool = Some(Arc::new(pool));
+        Ok(())
+    }
+
+    /// The pool `step` runs in, if the host set one.
+    #[must_use]
+    pub fn thread_pool(&self) -> Option<&Arc<rayon::ThreadPool>> {
+        self.pool.as_ref()
     }
 
     /// Settings.
@@ -626,8 +652,16 @@ impl World {
         h.finish()
     }
 
-    /// Advances one frame of length `dt` (s).
+    /// Advances one frame of length `dt` (s), inside the world's thread pool
+    /// when one is set.
     pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.step_frame(dt)),
+            None => self.step_frame(dt),
+        }
+    }
+
+    fn step_frame(&mut self, dt: f32) -> Result<FrameStats, StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadTimeStep { dt });
         }
