@@ -150,6 +150,17 @@ impl ObstacleMeshes<'_> {
     }
 }
 
+/// Preallocated overlapping cloth–cloth triangle pairs per triangle: a flat
+/// regular grid has about 6 (pairs are counted once, `i < j`); drape-65 and
+/// pile-65 reach 24 in their densest chunks (measured with tests/no_alloc.rs).
+const SELF_PAIRS_PER_TRIANGLE: usize = 24;
+/// Preallocated cloth–obstacle triangle pairs per cloth triangle: drape-65 on
+/// the tessellated sphere reaches 16 in a chunk; twice that for margin.
+const OBSTACLE_PAIRS_PER_TRIANGLE: usize = 32;
+/// Preallocated point–triangle and edge–edge tests per cloth triangle (most
+/// overlapping pairs share vertices and emit few tests).
+const TESTS_PER_TRIANGLE: usize = 48;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// verts = [point, tri0, tri1, tri2].
@@ -231,9 +242,11 @@ impl ClothCollision {
             obstacle_edges: Vec::new(),
             obstacle_vertex_owner: Vec::new(),
             obstacle_edge_owner: Vec::new(),
-            self_ws: PairWorkspace::new(),
-            cross_ws: PairWorkspace::new(),
-            candidates: Vec::new(),
+            // Pools sized at creation (issue 5: no allocation per step); a
+            // larger result grows them once and is reported as an overflow.
+            self_ws: PairWorkspace::with_capacity(triangles.len(), SELF_PAIRS_PER_TRIANGLE),
+            cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),
+            candidates: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
             x0: vec![Vec3::ZERO; num_vertices],
             v: vec![Vec3::ZERO; num_vertices],
             x1: vec![Vec3::ZERO; num_vertices],
@@ -408,6 +421,7 @@ impl ClothCollision {
             triangle_boxes(&self.x0[..n], &self.tris, eta, &mut self.boxes);
         }
         self.bvh.refit(&self.boxes);
+        let capacity = self.candidates.capacity();
         self.candidates.clear();
         if settings.self_collision {
             let tris = &self.tris;
@@ -483,6 +497,7 @@ impl ClothCollision {
                 );
             }
         }
+        stats.pool_grew |= self.candidates.capacity() != capacity;
     }
 
     /// One Coulomb coefficient per pair from both sides' surfaces: the
