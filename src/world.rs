@@ -722,6 +722,7 @@ impl World {
         }
         stats.deadline_hit = deadline.was_hit();
         stats.frame_ms = (self.clock.now() - t0) * 1e3;
+        crate::runtime::profile::frame_end(&stats, self.settings.budget.frame_ms);
         Ok(stats)
     }
 }
