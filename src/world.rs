@@ -16,7 +16,7 @@ use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
-use crate::runtime::budget::{Budget, Clock, Deadline, SystemClock};
+use crate::runtime::budget::{Budget, Clock, Deadline, Governor, SystemClock};
 use crate::runtime::stats::FrameStats;
 use crate::state::{ClothState, StateHasher, lumped_masses};
 
@@ -477,6 +477,8 @@ pub struct World {
     clock: Arc<dyn Clock>,
     /// The host's rayon pool; `None` runs in whatever pool calls `step`.
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Adapts the CG cap across frames (`Budget::governor`).
+    governor: Governor,
     time: f64,
     frame: u64,
 }
@@ -497,6 +499,7 @@ impl World {
             obstacle_friction: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
+            governor: Governor::new(&settings.budget),
             time: 0.0,
             frame: 0,
         }
@@ -668,6 +671,9 @@ impl World {
         let t0 = self.clock.now();
         let mut deadline = Deadline::start(self.clock.clone(), self.settings.budget.frame_ms);
         let mut stats = FrameStats::default();
+        // The governor's CG cap for this frame (the budget's in fixed mode).
+        let mut settings = self.settings;
+        settings.budget.cg_max_iterations = self.governor.cg_cap(&self.settings.budget);
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f32;
         for _ in 0..substeps {
@@ -693,7 +699,7 @@ impl World {
                     cloth,
                     &self.collider_views,
                     &obstacles,
-                    &self.settings,
+                    &settings,
                     h,
                     &mut deadline,
                     &mut stats,
@@ -722,6 +728,14 @@ impl World {
         }
         stats.deadline_hit = deadline.was_hit();
         stats.frame_ms = (self.clock.now() - t0) * 1e3;
+        stats.cg_cap = settings.budget.cg_max_iterations;
+        self.governor.observe(
+            &self.settings.budget,
+            stats.frame_ms,
+            stats.stage_ms.get(crate::runtime::profile::Stage::Solve),
+            stats.cg_iterations,
+            stats.substeps + stats.rejected_substeps,
+        );
         crate::runtime::profile::frame_end(&stats, self.settings.budget.frame_ms);
         Ok(stats)
     }
