@@ -97,3 +97,27 @@ fn a_deadline_mid_solve_stops_cg_and_still_runs_the_fail_safe() {
         assert_intersection_free(&world, &format!("frame {frame} past its deadline"));
     }
 }
+
+/// `[budget] governor` selects the governor mode; an unknown mode is a
+/// typed error naming the key.
+#[test]
+fn budget_section_selects_the_governor() {
+    use weft::runtime::budget::GovernorMode;
+    let base = "name = \"g\"\nfps = 60\n[budget]\nframe_ms = 16.0\n";
+    let load = |extra: &str| {
+        weft::scene::Scene::from_toml(&format!("{base}{extra}"), Path::new("g.toml"))
+            .and_then(|s| s.instantiate())
+    };
+    let mode = |extra: &str| {
+        load(extra)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .settings()
+            .budget
+            .governor
+    };
+    assert_eq!(mode(""), GovernorMode::Fixed);
+    assert_eq!(mode("governor = \"fixed\"\n"), GovernorMode::Fixed);
+    assert_eq!(mode("governor = \"adaptive\"\n"), GovernorMode::Adaptive);
+    let e = load("governor = \"turbo\"\n").expect_err("unknown mode");
+    assert!(e.to_string().contains("governor"), "{e}");
+}
