@@ -203,6 +203,10 @@ pub struct ClothCollision {
     /// Per vertex of the shared space: changed by an impulse earlier in
     /// this CCD round (its candidates are re-tested serially).
     touched: Vec<bool>,
+    /// Per vertex: its candidates must be tested in this CCD round.
+    dirty: Vec<bool>,
+    /// The velocities the previous CCD round tested.
+    v_tested: Vec<Vec3>,
     x0: Vec<Vec3>,
     v: Vec<Vec3>,
     x1: Vec<Vec3>,
@@ -255,6 +259,8 @@ impl ClothCollision {
             candidates: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
             found: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
             touched: vec![false; num_vertices],
+            dirty: vec![true; num_vertices],
+            v_tested: vec![Vec3::ZERO; num_vertices],
             x0: vec![Vec3::ZERO; num_vertices],
             v: vec![Vec3::ZERO; num_vertices],
             x1: vec![Vec3::ZERO; num_vertices],
@@ -292,6 +298,8 @@ impl ClothCollision {
         self.mass.resize(total, 0.0);
         self.surface_friction.resize(total, 0.0);
         self.touched.resize(total, false);
+        self.dirty.resize(total, true);
+        self.v_tested.resize(total, Vec3::ZERO);
         self.zones = ImpactZones::new(total);
     }
 
@@ -371,7 +379,7 @@ impl ClothCollision {
         let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
         let s_min = min_separation(f64::from(eta)) as f32;
         let mut remaining = true;
-        for _ in 0..settings.ccd_rounds {
+        for round in 0..settings.ccd_rounds {
             stats.ccd_rounds += 1;
             // Strain limiting inside every round: impacts resolved by impulses
             // stop some vertices while their neighbours move on; limiting the
@@ -389,7 +397,7 @@ impl ClothCollision {
                 );
                 stats.strain_sweeps += report.sweeps;
             }
-            let hits = self.ccd_round(settings, h, eta_c, s_min, &mut stats);
+            let hits = self.ccd_round(settings, h, eta_c, s_min, round > 0, &mut stats);
             stats.ccd_hits += hits;
             if hits == 0 {
                 remaining = false;
@@ -589,8 +597,28 @@ impl ClothCollision {
         h: f32,
         eta_c: f64,
         s_min: f32,
+        after_a_round: bool,
         stats: &mut CollisionStats,
     ) -> u32 {
+        // Vertices whose candidates need testing again: those whose velocity
+        // changed since the previous round's tests (impulses, strain limiting)
+        // and those of the previous round's hits. A candidate with none of
+        // them has exactly the inputs it had then, when it did not hit, so it
+        // cannot hit now (a candidate new to this round overlaps only because
+        // a box grew, i.e. some vertex changed).
+        if after_a_round {
+            for ((d, (v, w)), t) in self
+                .dirty
+                .iter_mut()
+                .zip(self.v.iter().zip(&self.v_tested))
+                .zip(&self.touched)
+            {
+                *d = *t || v.to_array().map(f32::to_bits) != w.to_array().map(f32::to_bits);
+            }
+        } else {
+            self.dirty.fill(true);
+        }
+        self.v_tested.copy_from_slice(&self.v);
         self.update_end_positions(h);
         self.find_candidates(
             settings,
@@ -604,8 +632,11 @@ impl ClothCollision {
         // touched one of its vertices — exactly the serial Gauss–Seidel round
         // (METHODS-bw-bridson §3.9), for any thread count.
         {
-            let (x0, v) = (&self.x0, &self.v);
+            let (x0, v, dirty) = (&self.x0, &self.v, &self.dirty);
             stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+                if !c.verts.iter().any(|&i| dirty[i as usize]) {
+                    return false;
+                }
                 let start = c.verts.map(|i| x0[i as usize]);
                 let end = c.verts.map(|i| x0[i as usize] + h * v[i as usize]);
                 swept_near(c.kind, &start, &end, eta_c)
