@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
 use crate::runtime::budget::Deadline;
-use crate::runtime::profile::Stage;
+use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
 use crate::world::{Cloth, WorldSettings};
 
@@ -126,6 +126,7 @@ fn advance(
     stats: &mut FrameStats,
 ) {
     let t = Instant::now();
+    let z = profile::zone(Stage::Kinematics);
     for pin in &mut cloth.pins {
         pin.target += pin.velocity * h;
     }
@@ -139,12 +140,16 @@ fn advance(
         wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
     }
     let t = lap(stats, Stage::Kinematics, t);
+    z.end();
+    let z = profile::zone(Stage::Contacts);
 
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     cloth
         .constraints
         .build(h, x, v, &cloth.pins, colliders, cloth.thickness);
     let t = lap(stats, Stage::Contacts, t);
+    z.end();
+    let z = profile::zone(Stage::Assemble);
 
     let mut pcg = cloth.system.settings().pcg;
     pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
@@ -158,6 +163,8 @@ fn advance(
         cloth.air_damping,
     );
     let t = lap(stats, Stage::Assemble, t);
+    z.end();
+    let z = profile::zone(Stage::Solve);
     let mut should_stop = |_iteration: u32| deadline.passed();
     let report = cloth.system.solve(
         v,
@@ -173,6 +180,8 @@ fn advance(
         report.indefinite,
     );
     let t = lap(stats, Stage::Solve, t);
+    z.end();
+    let z = profile::zone(Stage::Finish);
 
     cloth.constraints.resolve_after_solve(
         cloth.system.constraint_impulses(),
@@ -182,6 +191,8 @@ fn advance(
         cloth.friction,
     );
     let t = lap(stats, Stage::Finish, t);
+    z.end();
+    let z = profile::zone(Stage::Collide);
 
     // Collisions on v½ = (x* − x0)/h = v1 + y/h (METHODS-bw-bridson §3.1); the
     // end velocity keeps BW's v1 plus the collision corrections:
@@ -217,6 +228,7 @@ fn advance(
     stats.contacts = cloth.constraints.active_contacts();
     stats.contacts_released += cloth.constraints.released_contacts();
     lap(stats, Stage::Collide, t);
+    z.end();
     stats.substeps += 1;
 }
 

@@ -17,7 +17,7 @@ use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
-use crate::runtime::budget::{Budget, Clock, Deadline, SystemClock};
+use crate::runtime::budget::{Budget, Clock, Deadline, Governor, SystemClock};
 use crate::runtime::stats::FrameStats;
 use crate::state::{ClothState, StateHasher, lumped_masses};
 
@@ -491,6 +491,10 @@ pub struct World {
     /// Keyframe tracks driving colliders and obstacle meshes.
     tracks: Vec<(Animated, Track)>,
     clock: Arc<dyn Clock>,
+    /// The host's rayon pool; `None` runs in whatever pool calls `step`.
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Adapts the CG cap across frames (`Budget::governor`).
+    governor: Governor,
     time: f64,
     frame: u64,
 }
@@ -511,6 +515,8 @@ impl World {
             obstacle_friction: Vec::new(),
             tracks: Vec::new(),
             clock: Arc::new(SystemClock::new()),
+            pool: None,
+            governor: Governor::new(&settings.budget),
             time: 0.0,
             frame: 0,
         }
@@ -519,6 +525,29 @@ impl World {
     /// Replaces the clock that measures the frame deadline (tests inject one).
     pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
+    }
+
+    /// Runs every later [`World::step`] inside `pool` (the host's own rayon
+    /// pool); `None` runs in the pool of the caller (rayon's global pool
+    /// outside any). Results do not depend on the pool's thread count.
+    pub fn set_thread_pool(&mut self, pool: Option<Arc<rayon::ThreadPool>>) {
+        self.pool = pool;
+    }
+
+    /// Builds a pool of `threads` workers for this world (see
+    /// [`World::set_thread_pool`]).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()?;
+        self.pool = Some(Arc::new(pool));
+        Ok(())
+    }
+
+    /// The pool `step` runs in, if the host set one.
+    #[must_use]
+    pub fn thread_pool(&self) -> Option<&Arc<rayon::ThreadPool>> {
+        self.pool.as_ref()
     }
 
     /// Settings.
@@ -705,14 +734,25 @@ impl World {
         h.finish()
     }
 
-    /// Advances one frame of length `dt` (s).
+    /// Advances one frame of length `dt` (s), inside the world's thread pool
+    /// when one is set.
     pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.step_frame(dt)),
+            None => self.step_frame(dt),
+        }
+    }
+
+    fn step_frame(&mut self, dt: f32) -> Result<FrameStats, StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadTimeStep { dt });
         }
         let t0 = self.clock.now();
         let mut deadline = Deadline::start(self.clock.clone(), self.settings.budget.frame_ms);
         let mut stats = FrameStats::default();
+        // The governor's CG cap for this frame (the budget's in fixed mode).
+        let mut settings = self.settings;
+        settings.budget.cg_max_iterations = self.governor.cg_cap(&self.settings.budget);
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f32;
         self.drive_tracks(self.time + f64::from(dt), dt);
@@ -775,6 +815,15 @@ impl World {
         }
         stats.deadline_hit = deadline.was_hit();
         stats.frame_ms = (self.clock.now() - t0) * 1e3;
+        stats.cg_cap = settings.budget.cg_max_iterations;
+        self.governor.observe(
+            &self.settings.budget,
+            stats.frame_ms,
+            stats.stage_ms.get(crate::runtime::profile::Stage::Solve),
+            stats.cg_iterations,
+            stats.substeps + stats.rejected_substeps,
+        );
+        crate::runtime::profile::frame_end(&stats, self.settings.budget.frame_ms);
         Ok(stats)
     }
 }

@@ -93,6 +93,10 @@ enum Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // With `--features tracy`: serve zones, frame marks and plots to a Tracy
+    // profiler for as long as the command runs (README "Profiling in Tracy").
+    #[cfg(feature = "tracy")]
+    let _tracy = tracy_client::Client::start();
     let result = match cli.command {
         Command::Run {
             scene,

@@ -924,6 +924,26 @@ impl PairWorkspace {
         PairWorkspace::default()
     }
 
+    /// A workspace preallocated for queries over `num_primitives` primitives finding up to
+    /// `pairs_per_primitive` pairs per primitive (spread evenly over the chunks): such queries then
+    /// allocate nothing, even the first, so a frame's first contact does not allocate (issue 5). Larger
+    /// results still grow the buffers once and are reported by [`PairWorkspace::grew`].
+    #[must_use]
+    pub fn with_capacity(num_primitives: usize, pairs_per_primitive: usize) -> Self {
+        let num_chunks = num_primitives.div_ceil(PAIR_CHUNK);
+        let per_chunk = PAIR_CHUNK.min(num_primitives) * pairs_per_primitive;
+        PairWorkspace {
+            chunks: (0..num_chunks)
+                .map(|_| ChunkBuffer {
+                    pairs: Vec::with_capacity(per_chunk),
+                    grew: false,
+                })
+                .collect(),
+            pairs: Vec::with_capacity(num_primitives * pairs_per_primitive),
+            grew: false,
+        }
+    }
+
     /// The pairs of the last query, sorted ascending by `(i, j)`.
     #[must_use]
     pub fn pairs(&self) -> &[(u32, u32)] {

@@ -40,6 +40,7 @@
 #![deny(unsafe_code)]
 
 use glam::{DVec3, Vec3};
+use rayon::prelude::*;
 
 use super::bvh::{
     Aabb, Bvh, PairWorkspace, cross_pairs, self_pairs, swept_triangle_boxes, triangle_boxes,
@@ -155,6 +156,17 @@ impl ObstacleMeshes<'_> {
     }
 }
 
+/// Preallocated overlapping cloth–cloth triangle pairs per triangle: a flat
+/// regular grid has about 6 (pairs are counted once, `i < j`); drape-65 and
+/// pile-65 reach 24 in their densest chunks (measured with tests/no_alloc.rs).
+const SELF_PAIRS_PER_TRIANGLE: usize = 24;
+/// Preallocated cloth–obstacle triangle pairs per cloth triangle: drape-65 on
+/// the tessellated sphere reaches 16 in a chunk; twice that for margin.
+const OBSTACLE_PAIRS_PER_TRIANGLE: usize = 32;
+/// Preallocated point–triangle and edge–edge tests per cloth triangle (most
+/// overlapping pairs share vertices and emit few tests).
+const TESTS_PER_TRIANGLE: usize = 48;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// verts = [point, tri0, tri1, tri2].
@@ -191,6 +203,15 @@ pub struct ClothCollision {
     self_ws: PairWorkspace,
     cross_ws: PairWorkspace,
     candidates: Vec<Candidate>,
+    /// Per candidate: did the parallel detection pass find a contact.
+    found: Vec<bool>,
+    /// Per vertex of the shared space: changed by an impulse earlier in
+    /// this CCD round (its candidates are re-tested serially).
+    touched: Vec<bool>,
+    /// Per vertex: its candidates must be tested in this CCD round.
+    dirty: Vec<bool>,
+    /// The velocities the previous CCD round tested.
+    v_tested: Vec<Vec3>,
     x0: Vec<Vec3>,
     v: Vec<Vec3>,
     x1: Vec<Vec3>,
@@ -237,9 +258,15 @@ impl ClothCollision {
             obstacle_edges: Vec::new(),
             obstacle_vertex_owner: Vec::new(),
             obstacle_edge_owner: Vec::new(),
-            self_ws: PairWorkspace::new(),
-            cross_ws: PairWorkspace::new(),
-            candidates: Vec::new(),
+            // Pools sized at creation (issue 5: no allocation per step); a
+            // larger result grows them once and is reported as an overflow.
+            self_ws: PairWorkspace::with_capacity(triangles.len(), SELF_PAIRS_PER_TRIANGLE),
+            cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),
+            candidates: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
+            found: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
+            touched: vec![false; num_vertices],
+            dirty: vec![true; num_vertices],
+            v_tested: vec![Vec3::ZERO; num_vertices],
             x0: vec![Vec3::ZERO; num_vertices],
             v: vec![Vec3::ZERO; num_vertices],
             x1: vec![Vec3::ZERO; num_vertices],
@@ -277,6 +304,9 @@ impl ClothCollision {
         self.inv_mass.resize(total, 0.0);
         self.mass.resize(total, 0.0);
         self.surface_friction.resize(total, 0.0);
+        self.touched.resize(total, false);
+        self.dirty.resize(total, true);
+        self.v_tested.resize(total, Vec3::ZERO);
         self.zones = ImpactZones::new(total);
     }
 
@@ -321,19 +351,42 @@ impl ClothCollision {
         let eta = settings.thickness;
         // 2. Repulsion and friction at x^n.
         self.find_candidates(settings, eta, false, &mut stats);
+        // Detection reads x^n only, so it runs in parallel; the impulses are
+        // applied serially in candidate order, as before (same result).
+        {
+            let x0 = &self.x0;
+            let eta = f64::from(eta);
+            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+                let q = c.verts.map(|i| x0[i as usize]);
+                if c.kind == Kind::EdgeEdge && !near(&q[..2], &q[2..], margin(c.kind, eta)) {
+                    return false;
+                }
+                let p = q.map(Vec3::as_dvec3);
+                match c.kind {
+                    Kind::PointTriangle => {
+                        proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta).is_some()
+                    }
+                    Kind::EdgeEdge => {
+                        proximity_edge_edge([p[0], p[1]], [p[2], p[3]], eta).is_some()
+                    }
+                }
+            });
+        }
         let candidates = std::mem::take(&mut self.candidates);
-        for c in &candidates {
+        let found = std::mem::take(&mut self.found);
+        for (c, _) in candidates.iter().zip(&found).filter(|(_, f)| **f) {
             if self.repel(c, settings, h) {
                 stats.proximity_pairs += 1;
             }
         }
         self.candidates = candidates;
+        self.found = found;
 
         // 3. CCD rounds with collision impulses.
         let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
         let s_min = min_separation(f64::from(eta)) as f32;
         let mut remaining = true;
-        for _ in 0..settings.ccd_rounds {
+        for round in 0..settings.ccd_rounds {
             stats.ccd_rounds += 1;
             // Strain limiting inside every round: impacts resolved by impulses
             // stop some vertices while their neighbours move on; limiting the
@@ -351,7 +404,7 @@ impl ClothCollision {
                 );
                 stats.strain_sweeps += report.sweeps;
             }
-            let hits = self.ccd_round(settings, h, eta_c, s_min, &mut stats);
+            let hits = self.ccd_round(settings, h, eta_c, s_min, round > 0, &mut stats);
             stats.ccd_hits += hits;
             if hits == 0 {
                 remaining = false;
@@ -437,6 +490,7 @@ impl ClothCollision {
             triangle_boxes(&self.x0[..n], &self.tris, eta, &mut self.boxes);
         }
         self.bvh.refit(&self.boxes);
+        let capacity = self.candidates.capacity();
         self.candidates.clear();
         if settings.self_collision {
             let tris = &self.tris;
@@ -512,6 +566,7 @@ impl ClothCollision {
                 );
             }
         }
+        stats.pool_grew |= self.candidates.capacity() != capacity;
     }
 
     /// One Coulomb coefficient per pair from both sides' surfaces: the
@@ -571,8 +626,28 @@ impl ClothCollision {
         h: f32,
         eta_c: f64,
         s_min: f32,
+        after_a_round: bool,
         stats: &mut CollisionStats,
     ) -> u32 {
+        // Vertices whose candidates need testing again: those whose velocity
+        // changed since the previous round's tests (impulses, strain limiting)
+        // and those of the previous round's hits. A candidate with none of
+        // them has exactly the inputs it had then, when it did not hit, so it
+        // cannot hit now (a candidate new to this round overlaps only because
+        // a box grew, i.e. some vertex changed).
+        if after_a_round {
+            for ((d, (v, w)), t) in self
+                .dirty
+                .iter_mut()
+                .zip(self.v.iter().zip(&self.v_tested))
+                .zip(&self.touched)
+            {
+                *d = *t || v.to_array().map(f32::to_bits) != w.to_array().map(f32::to_bits);
+            }
+        } else {
+            self.dirty.fill(true);
+        }
+        self.v_tested.copy_from_slice(&self.v);
         self.update_end_positions(h);
         self.find_candidates(
             settings,
@@ -580,9 +655,37 @@ impl ClothCollision {
             true,
             stats,
         );
+        // All candidates are tested in parallel against the velocities at the
+        // start of the round; the serial pass then visits them in order and
+        // re-tests a candidate only if an earlier impulse of this round
+        // touched one of its vertices — exactly the serial Gauss–Seidel round
+        // (METHODS-bw-bridson §3.9), for any thread count.
+        {
+            let (x0, v, dirty) = (&self.x0, &self.v, &self.dirty);
+            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+                if !c.verts.iter().any(|&i| dirty[i as usize]) {
+                    return false;
+                }
+                let start = c.verts.map(|i| x0[i as usize]);
+                let end = c.verts.map(|i| x0[i as usize] + h * v[i as usize]);
+                swept_near(c.kind, &start, &end, eta_c)
+                    && ccd(
+                        c.kind,
+                        start.map(Vec3::as_dvec3),
+                        end.map(Vec3::as_dvec3),
+                        eta_c,
+                    )
+                    .is_some()
+            });
+        }
+        self.touched.fill(false);
         let mut hits = 0;
         let candidates = std::mem::take(&mut self.candidates);
-        for c in &candidates {
+        for (c, &found) in candidates.iter().zip(&self.found) {
+            let touched = c.verts.iter().any(|&i| self.touched[i as usize]);
+            if !found && !touched {
+                continue;
+            }
             let start = self.positions(c, &self.x0);
             let end: [DVec3; 4] = std::array::from_fn(|k| {
                 let i = c.verts[k] as usize;
@@ -592,6 +695,9 @@ impl ClothCollision {
                 continue;
             };
             hits += 1;
+            for &i in &c.verts {
+                self.touched[i as usize] = true;
+            }
             let stencil = match c.kind {
                 Kind::PointTriangle => Stencil::from_point_triangle_hit(
                     c.verts[0],
@@ -628,12 +734,26 @@ impl ClothCollision {
             true,
             stats,
         );
+        // Detection reads x^n and x1 only: parallel; the merges follow serially
+        // in candidate order, as before.
+        {
+            let (x0, x1) = (&self.x0, &self.x1);
+            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+                let start = c.verts.map(|i| x0[i as usize]);
+                let end = c.verts.map(|i| x1[i as usize]);
+                swept_near(c.kind, &start, &end, eta_c)
+                    && ccd(
+                        c.kind,
+                        start.map(Vec3::as_dvec3),
+                        end.map(Vec3::as_dvec3),
+                        eta_c,
+                    )
+                    .is_some()
+            });
+        }
         let mut hits = 0;
-        for k in 0..self.candidates.len() {
-            let c = self.candidates[k];
-            let start = self.positions(&c, &self.x0);
-            let end = self.positions(&c, &self.x1);
-            if ccd(c.kind, start, end, eta_c).is_some() {
+        for (c, &found) in self.candidates.iter().zip(&self.found) {
+            if found {
                 hits += 1;
                 let z = self.zones.zones();
                 z.union(c.verts[0], c.verts[1]);
@@ -648,6 +768,91 @@ impl ClothCollision {
         for ((x1, x0), v) in self.x1.iter_mut().zip(&self.x0).zip(&self.v) {
             *x1 = *x0 + h * *v;
         }
+    }
+}
+
+/// Candidates per parallel detection task (fixed, so the work split does not
+/// depend on the thread count; each flag depends on its candidate alone).
+const DETECT_CHUNK: usize = 1024;
+/// Below this many candidates detection runs on the calling thread.
+const DETECT_PARALLEL_MIN: usize = 4096;
+
+/// Sets `found[k] = test(&candidates[k])` for every candidate, in parallel
+/// chunks from [`DETECT_PARALLEL_MIN`] candidates. True if `found` had to grow
+/// (a pool overflow).
+fn detect_parallel(
+    candidates: &[Candidate],
+    found: &mut Vec<bool>,
+    test: impl Fn(&Candidate) -> bool + Sync,
+) -> bool {
+    let capacity = found.capacity();
+    found.clear();
+    found.resize(candidates.len(), false);
+    let run = |(out, cs): (&mut [bool], &[Candidate])| {
+        for (f, c) in out.iter_mut().zip(cs) {
+            *f = test(c);
+        }
+    };
+    if candidates.len() >= DETECT_PARALLEL_MIN {
+        found
+            .par_chunks_mut(DETECT_CHUNK)
+            .zip(candidates.par_chunks(DETECT_CHUNK))
+            .for_each(run);
+    } else {
+        run((found.as_mut_slice(), candidates));
+    }
+    found.capacity() != capacity
+}
+
+/// The box margin that makes [`near`] a conservative pre-test of a contact
+/// closer than `eta` (m). Edge–edge: the segments' closest points are within
+/// `eta`, so their boxes grown by `eta` overlap. Point–triangle
+/// ([`proximity_point_triangle`]): the point is within `eta` of the plane and
+/// its projection has barycentric weights in `[−δ, 1 + δ]`, `δ = eta / L`
+/// (L the longest edge), i.e. lies within `3 δ L = 3 eta` of the triangle's
+/// box on every axis — `4 eta` in all. Grown by 1 % and 1 µm for f32/f64
+/// rounding.
+fn margin(kind: Kind, eta: f64) -> f32 {
+    let k = match kind {
+        Kind::PointTriangle => 4.0,
+        Kind::EdgeEdge => 1.0,
+    };
+    (k * 1.01 * eta + 1e-6) as f32
+}
+
+/// True unless the axis-aligned boxes of the points `a` and of the points `b`
+/// are more than `margin` apart on some axis.
+#[inline]
+fn near(a: &[Vec3], b: &[Vec3], margin: f32) -> bool {
+    let bounds = |p: &[Vec3]| {
+        p.iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), x| (lo.min(*x), hi.max(*x)),
+        )
+    };
+    let (alo, ahi) = bounds(a);
+    let (blo, bhi) = bounds(b);
+    (alo - margin).cmple(bhi).all() && (blo - margin).cmple(ahi).all()
+}
+
+/// Conservative pre-test of [`ccd`]: a contact within `eta_c` at an instant
+/// of the linear motion `start → end` lies inside both sides' swept boxes
+/// (every position along a linear motion is inside the box of its ends), so
+/// disjoint swept boxes grown by [`margin`] mean no hit. Skips the coplanarity
+/// cubic for most candidates without changing any result.
+#[inline]
+fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
+    let split = match kind {
+        Kind::PointTriangle => 1,
+        Kind::EdgeEdge => 2,
+    };
+    let a = [start[0], end[0], start[1], end[1]];
+    let b = [start[1], end[1], start[2], end[2], start[3], end[3]];
+    let m = margin(kind, eta_c);
+    if split == 1 {
+        near(&a[..2], &b, m)
+    } else {
+        near(&a, &b[2..], m)
     }
 }
 

@@ -757,67 +757,6 @@ impl StrainLimiter {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    // ---------------------------------------------------------------------------------------------
-    // Allocation counting for the no-allocation tests (this file's and `smoothing`'s). Counts only the
-    // calling thread's allocations while `allocations_during` runs, so tests on other threads do not
-    // interfere; the code under test runs below its parallel threshold, i.e. on the calling thread.
-
-    thread_local! {
-        static COUNTING: Cell<bool> = const { Cell::new(false) };
-        static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-    }
-
-    struct CountingAllocator;
-
-    fn count_one() {
-        // `try_with`: the thread-locals may already be gone while a thread shuts down.
-        let _ = COUNTING.try_with(|on| {
-            if on.get() {
-                let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-            }
-        });
-    }
-
-    // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-    // `GlobalAlloc` contract is `System`'s; the counting touches only const-initialised thread-locals
-    // (no allocation, no re-entry).
-    #[allow(unsafe_code)]
-    unsafe impl GlobalAlloc for CountingAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            count_one();
-            // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            count_one();
-            // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            count_one();
-            // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
-
-    #[global_allocator]
-    static GLOBAL: CountingAllocator = CountingAllocator;
-
-    /// Runs `f` and returns its result with the number of heap allocations it made on this thread.
-    pub(crate) fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
-        ALLOCATIONS.with(|n| n.set(0));
-        COUNTING.with(|on| on.set(true));
-        let r = f();
-        COUNTING.with(|on| on.set(false));
-        (r, ALLOCATIONS.with(Cell::get))
-    }
 
     // ---------------------------------------------------------------------------------------------
     // Fixtures.
@@ -1296,23 +1235,5 @@ pub(crate) mod tests {
     fn new_rejects_out_of_range_edges() {
         let _ = StrainLimiter::new(2, &[[0, 2]]);
     }
-
-    #[test]
-    fn apply_does_not_allocate() {
-        let c = perturbed_grid(12, 10, 0.3, 0.8, 9);
-        assert!(
-            c.edges.len() < PARALLEL_MIN,
-            "must run on this thread to be counted"
-        );
-        for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
-            let mut limiter = StrainLimiter::new(c.x.len(), &c.edges);
-            let mut v = c.v.clone();
-            let lim = limit(method, 30);
-            let (report, allocations) = allocations_during(|| {
-                limiter.apply(&lim, H, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest)
-            });
-            assert!(report.sweeps > 0);
-            assert_eq!(allocations, 0, "{method:?}");
-        }
-    }
+    // `apply_does_not_allocate` lives in tests/no_alloc.rs (a counting global allocator there).
 }

@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
+use rayon::prelude::*;
 
 use crate::linalg::{
     BlockCsr, BlockPattern, BlockSlot, Filter, PcgReport, PcgSettings, PcgWorkspace,
@@ -95,6 +96,10 @@ pub struct ImplicitEuler {
     hinge_rest: Vec<HingeRest>,
     hinge_slots: Vec<[BlockSlot; 16]>,
     diag_slots: Vec<BlockSlot>,
+    /// Per-triangle contributions, computed in parallel, scattered serially.
+    tri_out: Vec<Contribution<3, 9>>,
+    /// Per-hinge contributions, computed in parallel, scattered serially.
+    hinge_out: Vec<Contribution<4, 16>>,
     a: BlockCsr,
     b: Vec<Vec3>,
     dv: Vec<Vec3>,
@@ -180,6 +185,8 @@ impl ImplicitEuler {
             hinge_rest,
             hinge_slots,
             diag_slots,
+            tri_out: vec![Contribution::ZERO; mesh.num_triangles()],
+            hinge_out: vec![Contribution::ZERO; topology.hinges().len()],
             a: BlockCsr::new(pattern),
             b: vec![Vec3::ZERO; n],
             dv: vec![Vec3::ZERO; n],
@@ -340,52 +347,53 @@ impl ImplicitEuler {
             );
         }
         let mode = self.settings.jacobian;
+        // The element kernels (the f64 work) run in parallel, each writing
+        // only its own contribution; the contributions are then added to A and
+        // b serially in element order — the same sums in the same order as a
+        // serial loop, so the result is bit-identical for any thread count.
+        let settings = &self.settings;
+        for_each_element(
+            &mut self.tri_out,
+            &self.tri_verts,
+            &self.tri_rest,
+            |t, rest| {
+                let xe = t.map(|i| x[i as usize].as_dvec3());
+                let ve = t.map(|i| v[i as usize].as_dvec3());
+                let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+                let out = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
+                Contribution::new(h, &out.force, &out.dfdx, &out.dfdv, &we, out.energy)
+            },
+        );
+        for_each_element(
+            &mut self.hinge_out,
+            &self.hinge_verts,
+            &self.hinge_rest,
+            |hv, rest| {
+                let xe = hv.map(|i| x[i as usize].as_dvec3());
+                let ve = hv.map(|i| v[i as usize].as_dvec3());
+                let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+                let out = bend_element(&xe, &ve, rest, &settings.bend, mode);
+                Contribution::new(h, &out.force, &out.dfdx, &out.dfdv, &we, out.energy)
+            },
+        );
         let mut energy = 0.0;
-        for ((t, rest), slots) in self
+        for ((t, slots), c) in self
             .tri_verts
             .iter()
-            .zip(&self.tri_rest)
             .zip(&self.tri_slots)
+            .zip(&self.tri_out)
         {
-            let xe = t.map(|i| x[i as usize].as_dvec3());
-            let ve = t.map(|i| v[i as usize].as_dvec3());
-            let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-            let out = membrane_element(&xe, &ve, rest, &self.settings.membrane, mode);
-            energy += out.energy;
-            scatter(
-                &mut self.a,
-                &mut self.b,
-                h,
-                t,
-                slots,
-                &out.force,
-                &out.dfdx,
-                &out.dfdv,
-                &we,
-            );
+            energy += c.energy;
+            c.scatter(&mut self.a, &mut self.b, t, slots);
         }
-        for ((hv, rest), slots) in self
+        for ((hv, slots), c) in self
             .hinge_verts
             .iter()
-            .zip(&self.hinge_rest)
             .zip(&self.hinge_slots)
+            .zip(&self.hinge_out)
         {
-            let xe = hv.map(|i| x[i as usize].as_dvec3());
-            let ve = hv.map(|i| v[i as usize].as_dvec3());
-            let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-            let out = bend_element(&xe, &ve, rest, &self.settings.bend, mode);
-            energy += out.energy;
-            scatter(
-                &mut self.a,
-                &mut self.b,
-                h,
-                hv,
-                slots,
-                &out.force,
-                &out.dfdx,
-                &out.dfdv,
-                &we,
-            );
+            energy += c.energy;
+            c.scatter(&mut self.a, &mut self.b, hv, slots);
         }
         energy
     }
@@ -408,28 +416,87 @@ impl ImplicitEuler {
     }
 }
 
-/// Adds one element's −hD − h²K blocks to A and h f + h K w to b.
-#[allow(clippy::too_many_arguments)]
-fn scatter<const N: usize>(
-    a: &mut BlockCsr,
-    b: &mut [Vec3],
-    h: f64,
-    verts: &[u32; N],
-    slots: &[BlockSlot],
-    force: &[DVec3; N],
-    dfdx: &[[DMat3; N]; N],
-    dfdv: &[[DMat3; N]; N],
-    w: &[DVec3; N],
+/// Elements per parallel assembly task (fixed; each element's output
+/// depends on that element alone, so any split gives the same result).
+const ELEMENT_CHUNK: usize = 256;
+/// Below this many elements the kernels run on the calling thread.
+const ELEMENT_PARALLEL_MIN: usize = 1024;
+
+/// `out[e] = kernel(&verts[e], &rest[e])` for every element, in parallel
+/// chunks from [`ELEMENT_PARALLEL_MIN`] elements.
+fn for_each_element<const N: usize, const NN: usize, R: Sync>(
+    out: &mut [Contribution<N, NN>],
+    verts: &[[u32; N]],
+    rest: &[R],
+    kernel: impl Fn(&[u32; N], &R) -> Contribution<N, NN> + Sync,
 ) {
-    for r in 0..N {
-        let mut rhs = h * force[r];
-        for c in 0..N {
-            let k = dfdx[r][c];
-            rhs += h * (k * w[c]);
-            let block = -h * dfdv[r][c] - (h * h) * k;
-            a.add(slots[r * N + c], block.as_mat3());
+    let run = |o: &mut [Contribution<N, NN>], vs: &[[u32; N]], rs: &[R]| {
+        for ((o, v), r) in o.iter_mut().zip(vs).zip(rs) {
+            *o = kernel(v, r);
         }
-        b[verts[r] as usize] += rhs.as_vec3();
+    };
+    if out.len() >= ELEMENT_PARALLEL_MIN {
+        out.par_chunks_mut(ELEMENT_CHUNK)
+            .zip(
+                verts
+                    .par_chunks(ELEMENT_CHUNK)
+                    .zip(rest.par_chunks(ELEMENT_CHUNK)),
+            )
+            .for_each(|(o, (vs, rs))| run(o, vs, rs));
+    } else {
+        run(out, verts, rest);
+    }
+}
+
+/// One element's share of the system, already rounded to the f32 storage of
+/// A and b: the blocks −hD − h²K (row-major, `NN = N²`) and h f + h K w.
+#[derive(Clone, Copy, Debug)]
+struct Contribution<const N: usize, const NN: usize> {
+    energy: f64,
+    rhs: [Vec3; N],
+    blocks: [Mat3; NN],
+}
+
+impl<const N: usize, const NN: usize> Contribution<N, NN> {
+    const ZERO: Self = Self {
+        energy: 0.0,
+        rhs: [Vec3::ZERO; N],
+        blocks: [Mat3::ZERO; NN],
+    };
+
+    /// METHODS-bw-bridson eq. 2.14: A gets −h D − h² K, b gets h (f + K w)
+    /// with w = h v + y, evaluated in f64 and rounded once.
+    fn new(
+        h: f64,
+        force: &[DVec3; N],
+        dfdx: &[[DMat3; N]; N],
+        dfdv: &[[DMat3; N]; N],
+        w: &[DVec3; N],
+        energy: f64,
+    ) -> Self {
+        let mut c = Self::ZERO;
+        c.energy = energy;
+        for r in 0..N {
+            let mut rhs = h * force[r];
+            for col in 0..N {
+                let k = dfdx[r][col];
+                rhs += h * (k * w[col]);
+                let block = -h * dfdv[r][col] - (h * h) * k;
+                c.blocks[r * N + col] = block.as_mat3();
+            }
+            c.rhs[r] = rhs.as_vec3();
+        }
+        c
+    }
+
+    /// Adds the contribution to A (at the element's `slots`) and to b.
+    fn scatter(&self, a: &mut BlockCsr, b: &mut [Vec3], verts: &[u32; N], slots: &[BlockSlot]) {
+        for r in 0..N {
+            for col in 0..N {
+                a.add(slots[r * N + col], self.blocks[r * N + col]);
+            }
+            b[verts[r] as usize] += self.rhs[r];
+        }
     }
 }
 

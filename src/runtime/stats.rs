@@ -50,6 +50,8 @@ pub struct FrameStats {
     pub last_resorts: u32,
     /// Substeps in which a collision pool had to grow (an overflow).
     pub pool_overflows: u32,
+    /// The CG cap this frame ran with (the governor's, or the budget's).
+    pub cg_cap: u32,
 }
 
 impl FrameStats {

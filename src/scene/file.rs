@@ -136,6 +136,20 @@ fn default_halvings() -> u32 {
 pub struct BudgetSection {
     /// Wall-clock budget per frame (ms); absent = none.
     pub frame_ms: Option<f64>,
+    /// `"fixed"` (default) or `"adaptive"` (the governor adapts the CG cap).
+    #[serde(default)]
+    pub governor: GovernorChoice,
+}
+
+/// `[budget] governor`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GovernorChoice {
+    /// The solver's caps every frame.
+    #[default]
+    Fixed,
+    /// Caps adapted to measured stage costs to fit `frame_ms`.
+    Adaptive,
 }
 
 /// `[[cloth]]`.

@@ -318,6 +318,12 @@ impl Scene {
             budget: Budget {
                 frame_ms: sf.budget.frame_ms,
                 cg_max_iterations: s.cg_max_iterations,
+                governor: match sf.budget.governor {
+                    file::GovernorChoice::Fixed => crate::runtime::budget::GovernorMode::Fixed,
+                    file::GovernorChoice::Adaptive => {
+                        crate::runtime::budget::GovernorMode::Adaptive
+                    }
+                },
                 ..Budget::default()
             },
             step_control: StepControl {

@@ -1,0 +1,228 @@
+//! Issue 5: after warm-up a frame performs zero heap allocations (DESIGN.md
+//! "no allocation per step"). A counting `#[global_allocator]` counts every
+//! allocation on every thread while counting is on; each scene is stepped
+//! inside the rayon pool the world uses (`pool.install`), so the kernels'
+//! worker threads are counted too.
+//!
+//! The tests share one process-wide counter, so they take [`SERIAL`] to run
+//! one at a time. Set `WEFT_ALLOC_TRACE=1` to print a backtrace for each
+//! counted allocation (a debugging aid for finding the one that crept in).
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use glam::Vec3;
+use weft::collide::smoothing::VelocitySmoother;
+use weft::collide::strain_limit::{StrainLimit, StrainLimiter, StrainMethod};
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static TRACE: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+static SERIAL: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Set while this thread prints a trace (whose own allocations are not counted).
+    static TRACING: Cell<bool> = const { Cell::new(false) };
+}
+
+struct CountingAllocator;
+
+fn count_one(size: usize) {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return;
+    }
+    // `try_with`: the thread-local may be gone while a thread shuts down.
+    let tracing = TRACING.try_with(Cell::get).unwrap_or(true);
+    if tracing {
+        return;
+    }
+    ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    if TRACE.load(Ordering::Relaxed) {
+        let _ = TRACING.try_with(|t| t.set(true));
+        let bt = std::backtrace::Backtrace::force_capture();
+        eprintln!("--- allocation of {size} bytes:\n{bt}");
+        let _ = TRACING.try_with(|t| t.set(false));
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so the `GlobalAlloc` contract is `System`'s; the counting touches
+// atomics and a const-initialised thread-local only.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one(layout.size());
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one(layout.size());
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one(new_size);
+        // SAFETY: forwarded unchanged; `ptr` came from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; `ptr` came from `System`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Runs `f` and returns its result with the allocations made meanwhile on
+/// every thread of the process.
+fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    TRACE.store(
+        std::env::var_os("WEFT_ALLOC_TRACE").is_some(),
+        Ordering::Relaxed,
+    );
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    COUNTING.store(true, Ordering::SeqCst);
+    let r = f();
+    COUNTING.store(false, Ordering::SeqCst);
+    (r, ALLOCATIONS.load(Ordering::SeqCst))
+}
+
+/// Loads `sample`, steps `warm` frames, then counts the allocations of
+/// `frames` more, all inside a world-owned pool of `threads` workers.
+fn steady_state_allocations(sample: &str, threads: usize, warm: u32, frames: u32) -> usize {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(sample);
+    let scene = weft::scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    world.set_threads(threads).unwrap_or_else(|e| panic!("{e}"));
+    let pool = world
+        .thread_pool()
+        .expect("set_threads sets a pool")
+        .clone();
+    let dt = scene.dt();
+    pool.install(|| {
+        let mut collided = 0;
+        for _ in 0..warm {
+            let s = world.step(dt).unwrap_or_else(|e| panic!("{e}"));
+            collided += s.contacts + s.proximity_pairs;
+        }
+        assert!(collided > 0, "{sample}: no contact during warm-up");
+        let (pairs, allocations) = allocations_during(|| {
+            let mut pairs = 0;
+            for _ in 0..frames {
+                let s = world.step(dt).unwrap_or_else(|e| panic!("{e}"));
+                pairs += s.contacts + s.proximity_pairs;
+            }
+            pairs
+        });
+        assert!(pairs > 0, "{sample}: no contact in the counted frames");
+        allocations
+    })
+}
+
+#[test]
+fn drape_65_frames_do_not_allocate() {
+    let n = steady_state_allocations("drape.toml", 2, 20, 6);
+    assert_eq!(n, 0, "drape-65: {n} heap allocations in 6 frames");
+}
+
+#[test]
+fn pile_65_frames_do_not_allocate() {
+    let n = steady_state_allocations("pile.toml", 2, 8, 6);
+    assert_eq!(n, 0, "pile-65: {n} heap allocations in 6 frames");
+}
+
+/// A perturbed `nx × ny` grid with alternating diagonals: positions,
+/// velocities, unique edges and rest lengths (the initial lengths shrunk by
+/// 10 %, so every edge starts stretched and the limiter has work to do).
+fn perturbed_grid(nx: usize, ny: usize) -> (Vec<Vec3>, Vec<Vec3>, Vec<[u32; 2]>, Vec<f32>) {
+    let id = |i: usize, j: usize| (j * nx + i) as u32;
+    let mut seed = 9u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    };
+    let mut x = Vec::new();
+    let mut v = Vec::new();
+    for j in 0..ny {
+        for i in 0..nx {
+            x.push(Vec3::new(i as f32 * 0.1, 0.01 * next(), j as f32 * 0.1));
+            v.push(Vec3::new(next(), next(), next()));
+        }
+    }
+    let mut edges = Vec::new();
+    for j in 0..ny {
+        for i in 0..nx {
+            if i + 1 < nx {
+                edges.push([id(i, j), id(i + 1, j)]);
+            }
+            if j + 1 < ny {
+                edges.push([id(i, j), id(i, j + 1)]);
+            }
+            if i + 1 < nx && j + 1 < ny {
+                if (i + j) % 2 == 0 {
+                    edges.push([id(i, j), id(i + 1, j + 1)]);
+                } else {
+                    edges.push([id(i + 1, j), id(i, j + 1)]);
+                }
+            }
+        }
+    }
+    let rest = edges
+        .iter()
+        .map(|&[a, b]| 0.9 * (x[a as usize] - x[b as usize]).length())
+        .collect();
+    (x, v, edges, rest)
+}
+
+/// Moved here from `collide::strain_limit`'s unit tests, so the lib's test
+/// binary keeps the system allocator.
+#[test]
+fn strain_limiter_apply_does_not_allocate() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (x, v0, edges, rest) = perturbed_grid(12, 10);
+    let inv_mass = vec![1.0f32; x.len()];
+    for method in [StrainMethod::Jacobi, StrainMethod::GaussSeidel] {
+        let mut limiter = StrainLimiter::new(x.len(), &edges);
+        let mut v = v0.clone();
+        let limit = StrainLimit {
+            method,
+            iterations: 30,
+            ..StrainLimit::default()
+        };
+        let (report, allocations) = allocations_during(|| {
+            limiter.apply(&limit, 0.01, &x, &mut v, &inv_mass, &edges, &rest)
+        });
+        assert!(report.sweeps > 0, "{method:?}: the limiter did nothing");
+        assert_eq!(allocations, 0, "{method:?}");
+    }
+}
+
+/// Moved here from `collide::smoothing`'s unit tests.
+#[test]
+fn velocity_smoother_apply_does_not_allocate() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (_, v0, edges, _) = perturbed_grid(12, 10);
+    let mass = vec![0.01f32; v0.len()];
+    let inv_mass = vec![100.0f32; v0.len()];
+    let mut smoother = VelocitySmoother::new(v0.len(), &edges);
+    let mut v = v0.clone();
+    let (report, allocations) =
+        allocations_during(|| smoother.apply(2.0, 30, &mut v, &mass, &inv_mass, &edges));
+    assert!(report.iterations > 0);
+    assert_eq!(allocations, 0);
+}
