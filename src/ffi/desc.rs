@@ -486,6 +486,9 @@ impl weft_world_desc {
                 frame_ms: (ms > 0.0).then_some(ms),
                 cg_max_iterations: self.cg_max_iterations,
                 newton_max_iterations: self.newton_max_iterations,
+                // The C descriptor has no governor yet: fixed caps, so a
+                // host's results depend only on what it passed in.
+                governor: crate::runtime::budget::GovernorMode::Fixed,
             },
             step_control: StepControl {
                 max_stretch_change: self.max_stretch_change,
