@@ -218,9 +218,11 @@ fn advance(
     }
     // Optional implicit velocity smoothing of the end velocities (course
     // notes §4.10): positions are final, so the guarantee above stands.
+    let smoothing = Instant::now();
     cloth
         .collision
         .smooth(&cloth.collision_settings, v, mass, inv_mass);
+    stats.collide_ms.smoothing_ms += smoothing.elapsed().as_secs_f64() * 1e3;
     for pin in &cloth.pins {
         // Exactly on target, whatever the rounding of x0 + h v1.
         x[pin.vertex as usize] = pin.target;

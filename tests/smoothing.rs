@@ -44,7 +44,19 @@ fn run(smoothing: f32) -> (f64, u64) {
     let mut sum = 0.0;
     let mut count = 0;
     for frame in 0..scene.frames {
-        world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        let stats = world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        // Issue 3 item 9: the collide stage's time is split into sub-stages,
+        // all inside the stage's own lap.
+        let parts: f64 = stats.collide_ms.values().iter().sum();
+        let stage = stats.stage_ms.get(weft::runtime::profile::Stage::Collide);
+        assert!(
+            parts <= stage * (1.0 + 1e-9) + 1e-6,
+            "frame {frame}: sub-stages {parts} ms > collide {stage} ms"
+        );
+        assert!(stats.collide_ms.proximity_ms > 0.0 && stats.collide_ms.ccd_ms > 0.0);
+        if smoothing > 0.0 {
+            assert!(stats.collide_ms.smoothing_ms > 0.0);
+        }
         if frame >= 5 {
             sum += roughness(&world);
             count += 1;

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use weft::collide::resolve::CollideTimes;
 use weft::mesh::write_obj;
 use weft::runtime::profile::Stage;
 use weft::runtime::stats::FrameStats;
@@ -287,6 +288,10 @@ fn run(
         ",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit,\
          proximity_pairs,ccd_hits,ccd_rounds,zone_rounds,impact_zones,largest_zone,last_resorts,pool_overflows",
     );
+    for c in CollideTimes::COLUMNS {
+        header.push(',');
+        header.push_str(c);
+    }
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -395,6 +400,21 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
             p95,
             100.0 * med / budget
         );
+        if s == Stage::Collide {
+            // The collide stage's sub-stages, indented under it.
+            for (i, name) in CollideTimes::COLUMNS.iter().enumerate() {
+                let v: Vec<f64> = all.iter().map(|x| x.collide_ms.values()[i]).collect();
+                let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
+                let label = name.trim_start_matches("collide_").trim_end_matches("_ms");
+                println!(
+                    "  {:<10} {:>10.3} {:>10.3} {:>7.1}%",
+                    label,
+                    med,
+                    p95,
+                    100.0 * med / budget
+                );
+            }
+        }
     }
     let v: Vec<f64> = all.iter().map(|x| x.frame_ms).collect();
     let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
@@ -429,7 +449,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.energy,
         u8::from(s.deadline_hit)
     )?;
-    writeln!(
+    write!(
         w,
         ",{},{},{},{},{},{},{},{}",
         s.proximity_pairs,
@@ -440,7 +460,11 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.largest_zone,
         s.last_resorts,
         s.pool_overflows
-    )
+    )?;
+    for ms in s.collide_ms.values() {
+        write!(w, ",{ms:.4}")?;
+    }
+    writeln!(w)
 }
 
 /// Linear-interpolated percentile (q in [0, 1]) of `v`.

@@ -39,6 +39,8 @@
 //! moves rigidly — intersection-free against itself because x^n was.
 #![deny(unsafe_code)]
 
+use std::time::Instant;
+
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
@@ -112,6 +114,64 @@ pub struct CollisionStats {
     pub pool_grew: bool,
     /// Strain limiting sweeps.
     pub strain_sweeps: u32,
+    /// Wall-clock time of each sub-stage.
+    pub times: CollideTimes,
+}
+
+/// Milliseconds spent in each sub-stage of the collision stage (wall clock,
+/// summed over substeps and cloths when folded into frame statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CollideTimes {
+    /// Strain limiting (the first pass and the passes inside CCD rounds).
+    pub strain_ms: f64,
+    /// Candidate pairs at x^n, proximity tests, repulsion and friction.
+    pub proximity_ms: f64,
+    /// CCD rounds (swept candidates, tests and impulses).
+    pub ccd_ms: f64,
+    /// Rigid impact zones (detection, merging, rigid motion).
+    pub zones_ms: f64,
+    /// Implicit velocity smoothing after the stage.
+    pub smoothing_ms: f64,
+}
+
+impl CollideTimes {
+    /// Adds another set of times.
+    pub fn add(&mut self, o: &CollideTimes) {
+        self.strain_ms += o.strain_ms;
+        self.proximity_ms += o.proximity_ms;
+        self.ccd_ms += o.ccd_ms;
+        self.zones_ms += o.zones_ms;
+        self.smoothing_ms += o.smoothing_ms;
+    }
+
+    /// Column names for statistics files, in [`CollideTimes::values`] order.
+    pub const COLUMNS: [&'static str; 5] = [
+        "collide_strain_ms",
+        "collide_proximity_ms",
+        "collide_ccd_ms",
+        "collide_zones_ms",
+        "collide_smoothing_ms",
+    ];
+
+    /// The times in [`CollideTimes::COLUMNS`] order.
+    #[must_use]
+    pub fn values(&self) -> [f64; 5] {
+        [
+            self.strain_ms,
+            self.proximity_ms,
+            self.ccd_ms,
+            self.zones_ms,
+            self.smoothing_ms,
+        ]
+    }
+}
+
+/// Milliseconds since `t`, and restarts `t`.
+fn lap_ms(t: &mut Instant) -> f64 {
+    let now = Instant::now();
+    let ms = now.duration_since(*t).as_secs_f64() * 1e3;
+    *t = now;
+    ms
 }
 
 /// Obstacle mesh vertices over a substep, in world space: at the start and
@@ -325,6 +385,7 @@ impl ClothCollision {
         obstacles: &ObstacleMeshes<'_>,
     ) -> CollisionStats {
         let mut stats = CollisionStats::default();
+        let mut clock = Instant::now();
         let n = self.n;
         if let Some(limit) = &settings.strain_limit {
             let report =
@@ -332,6 +393,7 @@ impl ClothCollision {
                     .apply(limit, h, x0, v, inv_mass, &self.edges, &self.rest_lengths);
             stats.strain_sweeps = report.sweeps;
         }
+        stats.times.strain_ms += lap_ms(&mut clock);
         self.x0[..n].copy_from_slice(x0);
         self.v[..n].copy_from_slice(v);
         self.inv_mass[..n].copy_from_slice(inv_mass);
@@ -381,6 +443,7 @@ impl ClothCollision {
         }
         self.candidates = candidates;
         self.found = found;
+        stats.times.proximity_ms += lap_ms(&mut clock);
 
         // 3. CCD rounds with collision impulses.
         let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
@@ -404,7 +467,9 @@ impl ClothCollision {
                 );
                 stats.strain_sweeps += report.sweeps;
             }
+            stats.times.strain_ms += lap_ms(&mut clock);
             let hits = self.ccd_round(settings, h, eta_c, s_min, round > 0, &mut stats);
+            stats.times.ccd_ms += lap_ms(&mut clock);
             stats.ccd_hits += hits;
             if hits == 0 {
                 remaining = false;
@@ -441,6 +506,7 @@ impl ClothCollision {
                 }
             }
         }
+        stats.times.zones_ms += lap_ms(&mut clock);
         v.copy_from_slice(&self.v[..n]);
         stats
     }

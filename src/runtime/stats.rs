@@ -1,6 +1,6 @@
 //! Per-frame statistics: data, never printing.
 
-use crate::collide::resolve::CollisionStats;
+use crate::collide::resolve::{CollideTimes, CollisionStats};
 use crate::runtime::profile::StageTimes;
 
 /// What one frame did: time per stage, iterations, contacts, strain, budget.
@@ -8,6 +8,8 @@ use crate::runtime::profile::StageTimes;
 pub struct FrameStats {
     /// Milliseconds per stage, summed over substeps and cloths.
     pub stage_ms: StageTimes,
+    /// The collide stage split into its sub-stages (ms, summed likewise).
+    pub collide_ms: CollideTimes,
     /// Wall-clock milliseconds of the whole frame.
     pub frame_ms: f64,
     /// Substeps taken (accepted), over all cloths.
@@ -65,6 +67,7 @@ impl FrameStats {
         self.largest_zone = self.largest_zone.max(c.largest_zone);
         self.last_resorts += u32::from(c.last_resort);
         self.pool_overflows += u32::from(c.pool_grew);
+        self.collide_ms.add(&c.times);
     }
 
     /// Folds one solve's outcome in.
