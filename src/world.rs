@@ -168,6 +168,9 @@ pub struct ObstacleDesc {
     pub motion: Motion,
     /// Coulomb coefficient of its surface, applied by the collision stage.
     pub friction: f32,
+    /// Its own thickness (m, ≥ 0): the collision stage keeps cloth this
+    /// much farther away than the cloth's thickness alone.
+    pub thickness: f32,
 }
 
 /// A triangle-mesh obstacle in the world.
@@ -488,6 +491,7 @@ pub struct World {
     obstacle_x0: Vec<Vec3>,
     obstacle_x1: Vec<Vec3>,
     obstacle_friction: Vec<f32>,
+    obstacle_thickness: Vec<f32>,
     /// Keyframe tracks driving colliders and obstacle meshes.
     tracks: Vec<(Animated, Track)>,
     clock: Arc<dyn Clock>,
@@ -513,6 +517,7 @@ impl World {
             obstacle_x0: Vec::new(),
             obstacle_x1: Vec::new(),
             obstacle_friction: Vec::new(),
+            obstacle_thickness: Vec::new(),
             tracks: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
@@ -567,6 +572,9 @@ impl World {
         cloth
             .collision
             .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+        cloth
+            .collision
+            .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
         Ok(self.cloths.len() - 1)
     }
@@ -575,6 +583,12 @@ impl World {
     /// collision data is rebuilt for the new obstacle soup (creation time).
     pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
         desc.mesh.validate()?;
+        if !(desc.thickness.is_finite() && desc.thickness >= 0.0) {
+            return Err(MeshError::InvalidParameter {
+                name: "thickness",
+                message: format!("must be finite and >= 0, got {}", desc.thickness),
+            });
+        }
         let offset = self.obstacle_x0.len();
         let base = offset as u32;
         self.obstacle_tris
@@ -589,11 +603,14 @@ impl World {
         self.obstacle_x1.resize(offset + n, Vec3::ZERO);
         self.obstacle_friction
             .resize(offset + n, obstacle.desc.friction.max(0.0));
+        self.obstacle_thickness
+            .resize(offset + n, obstacle.desc.thickness);
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
         for c in &mut self.cloths {
             c.collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
         }
         Ok(self.obstacles.len() - 1)
     }
@@ -628,6 +645,9 @@ impl World {
             pose: desc.pose,
             motion: desc.motion,
             friction: 0.0,
+            // The analytic contact keeps the cloth's thickness from the
+            // surface; its tessellation adds nothing.
+            thickness: 0.0,
         })?;
         self.colliders.push(Collider {
             desc,
@@ -964,7 +984,8 @@ impl World {
         let range = o.offset..o.offset + n;
         self.obstacle_x0.drain(range.clone());
         self.obstacle_x1.drain(range.clone());
-        self.obstacle_friction.drain(range);
+        self.obstacle_friction.drain(range.clone());
+        self.obstacle_thickness.drain(range);
         let tris = first_tri..first_tri + o.desc.mesh.num_triangles();
         self.obstacle_tris.drain(tris);
         let shift = n as u32;
@@ -982,6 +1003,7 @@ impl World {
         for c in &mut self.cloths {
             c.collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
         }
     }
 

@@ -126,3 +126,47 @@ fn bad_obstacle_sections_name_the_key() {
         assert!(msg.contains(key), "{key} not in: {msg}");
     }
 }
+
+/// Mean height of a small cloth after it settles on a box obstacle of the given thickness.
+fn rest_height(obstacle_thickness: f32) -> f32 {
+    let text = format!(
+        r#"
+        frames = 60
+        [[cloth]]
+        thickness = 0.004
+        [cloth.grid]
+        vertices = [9, 9]
+        size = [0.2, 0.2]
+        centre = [0.0, 0.03, 0.0]
+
+        [[obstacle]]
+        shape = "box"
+        half_extents = [0.3, 0.1, 0.3]
+        position = [0.0, -0.1, 0.0]
+        thickness = {obstacle_thickness}
+        "#
+    );
+    let scene = Scene::from_toml(&text, Path::new("thick.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    for frame in 0..scene.frames {
+        world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        support::assert_world_clean(
+            &world,
+            &format!("thickness {obstacle_thickness}, frame {frame}"),
+        );
+    }
+    let p = world.cloths()[0].state().positions();
+    p.iter().map(|q| q.y).sum::<f32>() / p.len() as f32
+}
+
+#[test]
+fn obstacle_thickness_keeps_the_cloth_farther_off() {
+    let thin = rest_height(0.0);
+    let thick = rest_height(0.02);
+    println!("cloth rest height over a box: thickness 0 -> {thin:.4} m, 0.02 -> {thick:.4} m");
+    assert!(thin > -1e-3, "cloth sank into the box: {thin}");
+    assert!(
+        thick > thin + 0.005,
+        "a 2 cm obstacle thickness should lift the cloth: {thin} vs {thick}"
+    );
+}

@@ -81,6 +81,7 @@ fn standing_sheet_collapses_without_intersections() {
             },
             motion: Motion::default(),
             friction: 0.3,
+            thickness: 0.0,
         })
         .expect("valid obstacle");
     world

@@ -21,6 +21,13 @@
 //! prescribed velocity, so every stencil, impulse and impact zone treats both
 //! alike.
 //!
+//! **Thickness.** A pair is close within η, the cloth's thickness, plus the
+//! largest own thickness of its obstacle vertices
+//! ([`ClothCollision::set_obstacle_thickness`]; 0 for cloth–cloth pairs), so
+//! an obstacle mesh's thickness adds to the cloth's. CCD keeps its tolerance
+//! and minimum separation from η alone: thickness is a repulsion distance,
+//! and CCD only has to keep the two sides from crossing.
+//!
 //! **Stencils and impulses** come from [`super::response`]: a pair's two sides,
 //! their interpolation weights and the normal between them, and the impulses
 //! of METHODS-bw-bridson eq. 3.10–3.13 applied through them.
@@ -280,6 +287,11 @@ pub struct ClothCollision {
     /// Coulomb coefficient per vertex of the shared space: the cloth's for
     /// cloth vertices, the obstacle surface's for obstacle vertices.
     surface_friction: Vec<f32>,
+    /// Thickness added to η by each vertex of the shared space: 0 for cloth
+    /// vertices, the obstacle's own thickness for obstacle vertices.
+    extra_thickness: Vec<f32>,
+    /// Largest entry of `extra_thickness`.
+    max_extra_thickness: f32,
     zones: ImpactZones,
     strain: StrainLimiter,
     smoother: VelocitySmoother,
@@ -333,6 +345,8 @@ impl ClothCollision {
             inv_mass: vec![0.0; num_vertices],
             mass: vec![0.0; num_vertices],
             surface_friction: vec![0.0; num_vertices],
+            extra_thickness: vec![0.0; num_vertices],
+            max_extra_thickness: 0.0,
             zones: ImpactZones::new(num_vertices),
             strain: StrainLimiter::new(num_vertices, edges),
             smoother: VelocitySmoother::new(num_vertices, edges),
@@ -364,10 +378,37 @@ impl ClothCollision {
         self.inv_mass.resize(total, 0.0);
         self.mass.resize(total, 0.0);
         self.surface_friction.resize(total, 0.0);
+        // Obstacle thickness comes from set_obstacle_thickness; 0 until then.
+        self.extra_thickness.clear();
+        self.extra_thickness.resize(total, 0.0);
+        self.max_extra_thickness = 0.0;
         self.touched.resize(total, false);
         self.dirty.resize(total, true);
         self.v_tested.resize(total, Vec3::ZERO);
         self.zones = ImpactZones::new(total);
+    }
+
+    /// Sets the thickness of each obstacle vertex (m, ≥ 0; the soup's order,
+    /// as in [`ClothCollision::set_obstacles`]). A cloth–obstacle pair is
+    /// *close*, and repelled, within η + the largest thickness among its
+    /// obstacle vertices, so an obstacle's thickness adds to the cloth's.
+    /// Called when obstacles change, never in a step.
+    pub fn set_obstacle_thickness(&mut self, thickness: &[f32]) {
+        let n = self.n;
+        let m = self.extra_thickness.len() - n;
+        assert_eq!(
+            thickness.len(),
+            m,
+            "set_obstacle_thickness: one thickness per obstacle vertex"
+        );
+        self.extra_thickness[n..].copy_from_slice(thickness);
+        self.max_extra_thickness = thickness.iter().copied().fold(0.0, f32::max);
+    }
+
+    /// η of a pair: the cloth's thickness plus the largest thickness of the
+    /// pair's obstacle vertices (0 for a cloth–cloth pair).
+    fn pair_eta(&self, c: &Candidate, eta: f32) -> f32 {
+        pair_eta(&self.extra_thickness, c, eta)
     }
 
     /// Runs the stage on the cloth's start positions `x0`, changing the
@@ -417,8 +458,9 @@ impl ClothCollision {
         // applied serially in candidate order, as before (same result).
         {
             let x0 = &self.x0;
-            let eta = f64::from(eta);
+            let extra = &self.extra_thickness;
             stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+                let eta = f64::from(pair_eta(extra, c, eta));
                 let q = c.verts.map(|i| x0[i as usize]);
                 if c.kind == Kind::EdgeEdge && !near(&q[..2], &q[2..], margin(c.kind, eta)) {
                     return false;
@@ -589,19 +631,21 @@ impl ClothCollision {
         }
         if let Some(obvh) = &mut self.obstacle_bvh {
             let m = n as u32;
+            // Obstacle boxes also grow by the obstacles' own thickness.
+            let eta_o = eta + self.max_extra_thickness;
             if swept {
                 swept_triangle_boxes(
                     &self.x0[n..],
                     &self.x1[n..],
                     &self.obstacle_tris,
-                    eta,
+                    eta_o,
                     &mut self.obstacle_boxes,
                 );
             } else {
                 triangle_boxes(
                     &self.x0[n..],
                     &self.obstacle_tris,
-                    eta,
+                    eta_o,
                     &mut self.obstacle_boxes,
                 );
             }
@@ -651,7 +695,8 @@ impl ClothCollision {
     /// (METHODS-bw-bridson eq. 3.11–3.13, [`response::repel`]). True if close.
     fn repel(&mut self, c: &Candidate, settings: &CollisionSettings, h: f32) -> bool {
         let p = self.positions(c, &self.x0);
-        let eta = f64::from(settings.thickness);
+        let eta_pair = self.pair_eta(c, settings.thickness);
+        let eta = f64::from(eta_pair);
         let stencil = match c.kind {
             Kind::PointTriangle => {
                 let Some(prox) = proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta) else {
@@ -670,7 +715,7 @@ impl ClothCollision {
                 Stencil::from_edge_edge([c.verts[0], c.verts[1]], [c.verts[2], c.verts[3]], &prox)
             }
         };
-        let d = stencil.overlap(&self.x0, settings.thickness);
+        let d = stencil.overlap(&self.x0, eta_pair);
         response::repel(
             &stencil,
             d,
@@ -899,6 +944,16 @@ fn near(a: &[Vec3], b: &[Vec3], margin: f32) -> bool {
     let (alo, ahi) = bounds(a);
     let (blo, bhi) = bounds(b);
     (alo - margin).cmple(bhi).all() && (blo - margin).cmple(ahi).all()
+}
+
+/// η of candidate `c`: `eta` plus the largest `extra` thickness of its
+/// vertices ([`ClothCollision::set_obstacle_thickness`]).
+fn pair_eta(extra: &[f32], c: &Candidate, eta: f32) -> f32 {
+    eta + c
+        .verts
+        .iter()
+        .map(|&v| extra[v as usize])
+        .fold(0.0, f32::max)
 }
 
 /// Conservative pre-test of [`ccd`]: a contact within `eta_c` at an instant

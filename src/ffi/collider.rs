@@ -62,6 +62,8 @@ pub unsafe extern "C" fn weft_collider_create(
                         pose,
                         motion: Motion::default(),
                         friction,
+                        // No thickness field in the C descriptor yet.
+                        thickness: 0.0,
                     })
                 })
                 .map_err(mesh_err)?,

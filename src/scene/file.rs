@@ -456,6 +456,9 @@ pub struct ObstacleSection {
     /// Friction coefficient of its surface.
     #[serde(default = "default_friction")]
     pub friction: f32,
+    /// Its own thickness (m), added to the cloth's in the collision stage.
+    #[serde(default)]
+    pub thickness: f32,
     /// Linear velocity (m/s).
     #[serde(default)]
     pub linear_velocity: [f32; 3],

@@ -572,6 +572,12 @@ fn obstacle_desc(
     if !(o.scale.is_finite() && o.scale > 0.0) {
         return Err(Value("scale", format!("must be positive, got {}", o.scale)));
     }
+    if !(o.thickness.is_finite() && o.thickness >= 0.0) {
+        return Err(Value(
+            "thickness",
+            format!("must be finite and >= 0, got {}", o.thickness),
+        ));
+    }
     check_placement(
         o.position,
         o.rotation_deg,
@@ -621,6 +627,7 @@ fn obstacle_desc(
             angular_velocity: Vec3::from_array(o.angular_velocity),
         },
         friction: o.friction,
+        thickness: o.thickness,
     })
 }
 
