@@ -729,16 +729,8 @@ mod wang_model_tests {
             .iter()
             .map(|&[a, b]| (rest[a as usize] - rest[b as usize]).length() as f32)
             .collect();
-        let scale: Vec<f64> = (0..cons.len())
-            .map(|r| {
-                let inext = cons.range(Family::Inextensibility);
-                if inext.contains(&r) {
-                    cons.rest_lengths()[r - inext.start]
-                } else {
-                    f64::INFINITY
-                }
-            })
-            .collect();
+        // Every hard row in the stopping test: strain for (3.1), |C|/ℓ_min for (3.3), (3.4).
+        let scale = cons.stopping_scales();
         // A tiny compliance on the boundary rows (3.4) only: the flat start is exactly the
         // planar redundancy of METHODS-wang §3.4 (advice of §9.3), D = 1e-4 · w of the node.
         let mut compliance = vec![0.0; cons.len()];
