@@ -236,6 +236,13 @@ impl SymCsr {
         }
     }
 
+    /// The raw CSR arrays `(row_offsets, cols, values)` (both triangles, columns sorted within a
+    /// row), for factorisations built on the same pattern ([`super::ic0`]).
+    #[must_use]
+    pub fn raw(&self) -> (&[u32], &[u32], &[f64]) {
+        (&self.row_offsets, &self.cols, &self.values)
+    }
+
     /// Dense row-major copy (tests and small tools only; allocates).
     #[must_use]
     pub fn to_dense(&self) -> Vec<f64> {

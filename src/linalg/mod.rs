@@ -20,6 +20,7 @@
 
 pub mod block_csr;
 pub mod csr;
+pub mod ic0;
 pub mod pattern;
 pub mod pcg;
 pub mod precond;
@@ -28,9 +29,10 @@ pub mod scalar_pcg;
 
 pub use block_csr::BlockCsr;
 pub use csr::SymCsr;
+pub use ic0::IncompleteCholesky;
 pub use pattern::{BlockPattern, BlockSlot};
 pub use pcg::{
     Filter, PcgReport, PcgSettings, PcgWorkspace, constraint_impulse, solve_filtered_pcg, solve_pcg,
 };
 pub use precond::BlockJacobi;
-pub use scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg};
+pub use scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg, solve_scalar_pcg_with};

@@ -99,22 +99,59 @@ pub fn solve_scalar_pcg<O: SymOperator + ?Sized>(
     should_stop: &mut dyn FnMut(u32) -> bool,
 ) -> PcgReport {
     let n = op.len();
+    assert!(ws.capacity() >= n, "scalar PCG: workspace too small");
+    let mut inv_diag = std::mem::take(&mut ws.inv_diag);
+    op.diagonal(&mut inv_diag[..n]);
+    for d in inv_diag[..n].iter_mut() {
+        *d = if *d > 0.0 { 1.0 / *d } else { 0.0 };
+    }
+    let inv = &inv_diag[..n];
+    let report = solve_scalar_pcg_with(
+        op,
+        &mut |r: &[f64], s: &mut [f64]| {
+            for ((si, ri), di) in s.iter_mut().zip(r).zip(inv) {
+                *si = ri * di;
+            }
+        },
+        b,
+        settings,
+        ws,
+        z,
+        should_stop,
+    );
+    ws.inv_diag = inv_diag;
+    report
+}
+
+/// PCG with any symmetric positive (semi)definite preconditioner `precond(r, s)`: `s = M⁻¹ r`
+/// (e.g. [`super::IncompleteCholesky::solve`], METHODS-wang §11.2), same contract as
+/// [`solve_scalar_pcg`] with `P = M`: convergence is `sqrt(r·M⁻¹r) <= tolerance ·
+/// sqrt(b·M⁻¹b)`; inert rows must have `M⁻¹ = 0` there (`s_a = 0`). `precond` must be
+/// deterministic for the result to be.
+///
+/// # Panics
+/// If `b` or `z` differs from the operator's size or the workspace is too small.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_scalar_pcg_with<O: SymOperator + ?Sized>(
+    op: &mut O,
+    precond: &mut dyn FnMut(&[f64], &mut [f64]),
+    b: &[f64],
+    settings: &PcgSettings,
+    ws: &mut ScalarPcgWorkspace,
+    z: &mut [f64],
+    should_stop: &mut dyn FnMut(u32) -> bool,
+) -> PcgReport {
+    let n = op.len();
     assert!(b.len() == n && z.len() == n, "scalar PCG: wrong lengths");
     assert!(ws.capacity() >= n, "scalar PCG: workspace too small");
     let r = &mut ws.r[..n];
     let p = &mut ws.p[..n];
     let q = &mut ws.q[..n];
     let s = &mut ws.s[..n];
-    let inv_diag = &mut ws.inv_diag[..n];
-    op.diagonal(inv_diag);
-    for d in inv_diag.iter_mut() {
-        *d = if *d > 0.0 { 1.0 / *d } else { 0.0 };
-    }
     let mut report = PcgReport::default();
 
-    let bnorm = reduce::sum_chunks(n, |rg| {
-        rg.fold(0.0, |acc, i| acc + b[i] * b[i] * inv_diag[i])
-    });
+    precond(b, s);
+    let bnorm = dot(b, s);
     if !bnorm.is_finite() {
         report.relative_residual = f64::NAN;
         return report;
@@ -129,16 +166,13 @@ pub fn solve_scalar_pcg<O: SymOperator + ?Sized>(
     }
     // r = b - K z, s = P⁻¹ r.
     op.apply(z, q);
-    let mut d_new = reduce::sum_chunks_mut((&mut *r, &mut *s), |first, (rc, sc)| {
-        let mut acc = 0.0;
-        for (k, (ri, si)) in rc.iter_mut().zip(sc.iter_mut()).enumerate() {
-            let i = first + k;
-            *ri = b[i] - q[i];
-            *si = *ri * inv_diag[i];
-            acc += *ri * *si;
+    reduce::for_each_chunk(&mut *r, |first, rc: &mut [f64]| {
+        for (k, ri) in rc.iter_mut().enumerate() {
+            *ri = b[first + k] - q[first + k];
         }
-        acc
     });
+    precond(r, s);
+    let mut d_new = dot(r, s);
     let threshold = settings.tolerance * settings.tolerance * bnorm;
     let mut beta: Option<f64> = None;
     let mut it = 0u32;
@@ -175,17 +209,15 @@ pub fn solve_scalar_pcg<O: SymOperator + ?Sized>(
         let alpha = d_new / pq;
         let d_old = d_new;
         let (pp, qq) = (&*p, &*q);
-        d_new = reduce::sum_chunks_mut((&mut *z, (&mut *r, &mut *s)), |first, (zc, (rc, sc))| {
-            let mut acc = 0.0;
+        reduce::for_each_chunk((&mut *z, &mut *r), |first, (zc, rc)| {
             for k in 0..zc.len() {
                 let i = first + k;
                 zc[k] += alpha * pp[i];
                 rc[k] -= alpha * qq[i];
-                sc[k] = rc[k] * inv_diag[i];
-                acc += rc[k] * sc[k];
             }
-            acc
         });
+        precond(r, s);
+        d_new = dot(r, s);
         beta = Some(d_new / d_old);
         it += 1;
     }

@@ -431,6 +431,27 @@ impl IsometricConstraints {
             .fold(0.0, f64::max)
     }
 
+    /// One stopping-test length per row (METHODS-wang §11.3, made to cover every hard row): `d_ij`
+    /// for an inextensibility row, so `|C|/d_ij` is its strain; `ℓ_min`, the shortest rest red–red
+    /// distance, for the conforming (eq. 3.3) and boundary (eq. 3.4) rows, whose values are
+    /// displacements in metres. **Choice**: the thesis tests only the strain; a linear row left out
+    /// of the test is only as exact as the last truncated linear solve, and its drift accumulates
+    /// over steps, so `|C|/ℓ_min ≤ ε` holds it to the same relative accuracy as the (3.1) rows.
+    /// Allocates (call once, at creation).
+    #[must_use]
+    pub fn stopping_scales(&self) -> Vec<f64> {
+        let l_min = self
+            .rest_lengths
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let l_min = if l_min.is_finite() { l_min } else { 1.0 };
+        let mut s = self.rest_lengths.clone();
+        let total = self.range(Family::Boundary).end;
+        s.resize(total, l_min);
+        s
+    }
+
     /// Maximum strain of the base mesh edges, through the red node and end to end (METHODS-wang
     /// §10, Wang 2012 Fig. 4.2). Base edges of zero rest length are skipped.
     #[must_use]
@@ -857,6 +878,23 @@ mod tests {
         let s = c.max_base_edge_strain(&y);
         assert!(s.end_to_end < 1e-14);
         assert!((s.through_midpoint - (2f64.sqrt() - 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn stopping_scales_are_rest_lengths_then_shortest_red_distance() {
+        let (_, _, c) = build(&grid_mesh(3, 4, Diagonals::Regular));
+        let s = c.stopping_scales();
+        assert_eq!(s.len(), c.len());
+        let inext = c.range(Family::Inextensibility);
+        assert_eq!(&s[inext.clone()], c.rest_lengths());
+        let l_min = c
+            .rest_lengths()
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        assert!(l_min > 0.0);
+        assert!(s[inext.end..].iter().all(|&v| v == l_min));
+        assert!(c.count(Family::Conforming) > 0 && c.count(Family::Boundary) > 0);
     }
 
     #[test]
