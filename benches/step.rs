@@ -1,6 +1,8 @@
 //! Milliseconds per frame of the canonical scenes (Baraff–Witkin model,
 //! self-collision on): drape-33/65/101 and pile-33/65, each at 1 and 2
-//! threads (a world-owned rayon pool, `World::set_threads`).
+//! threads (a world-owned rayon pool, `World::set_threads`), and a crowd of
+//! 16 drape-33 cloths stepping in parallel across cloths (compare with 16 x
+//! drape-33).
 //!
 //! Each scene is loaded and warmed up (30 frames, so the cloth is in contact)
 //! outside the timed closure; the closure steps one frame. Short runs:
@@ -10,12 +12,13 @@ use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
-const SCENES: [(&str, &str); 5] = [
+const SCENES: [(&str, &str); 6] = [
     ("drape-33", "drape-33.toml"),
     ("drape-65", "drape.toml"),
     ("drape-101", "drape-101.toml"),
     ("pile-33", "pile-33.toml"),
     ("pile-65", "pile.toml"),
+    ("crowd-16x33", "crowd.toml"),
 ];
 
 fn frames(c: &mut Criterion) {

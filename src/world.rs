@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use glam::{Vec2, Vec3};
+use rayon::prelude::*;
 
 use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
 use crate::collide::shapes::{Motion, Pose, Shape};
@@ -499,6 +500,10 @@ pub struct World {
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Adapts the CG cap across frames (`Budget::governor`).
     governor: Governor,
+    /// One frame's statistics per cloth, filled while the cloths step in
+    /// parallel and folded into the frame's in cloth order (scratch: its
+    /// capacity is kept, so steady frames do not allocate).
+    cloth_stats: Vec<FrameStats>,
     time: f64,
     frame: u64,
 }
@@ -522,6 +527,7 @@ impl World {
             clock: Arc::new(SystemClock::new()),
             pool: None,
             governor: Governor::new(&settings.budget),
+            cloth_stats: Vec::new(),
             time: 0.0,
             frame: 0,
         }
@@ -775,6 +781,9 @@ impl World {
         settings.budget.cg_max_iterations = self.governor.cg_cap(&self.settings.budget);
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f32;
+        self.cloth_stats.clear();
+        self.cloth_stats
+            .resize(self.cloths.len(), FrameStats::default());
         self.drive_tracks(self.time + f64::from(dt), dt);
         for k in 0..substeps {
             // The gusting wind is sampled at the start of each substep and
@@ -801,20 +810,38 @@ impl World {
                 s0: 0.0,
                 s1: 1.0,
             };
-            for cloth in &mut self.cloths {
-                pipeline::substep(
-                    cloth,
-                    &self.collider_views,
-                    &obstacles,
-                    &settings,
-                    h,
-                    &mut deadline,
-                    &mut stats,
-                );
+            // The cloths are independent within a substep (no contact
+            // between different cloths), so they step in parallel, each
+            // with its own statistics and its own copy of the deadline; the
+            // result of each cloth does not depend on the thread count.
+            let views = &self.collider_views;
+            let frame_deadline = &deadline;
+            self.cloths
+                .par_iter_mut()
+                .zip(self.cloth_stats.par_iter_mut())
+                .for_each(|(cloth, cloth_stats)| {
+                    let mut deadline = frame_deadline.clone();
+                    pipeline::substep(
+                        cloth,
+                        views,
+                        &obstacles,
+                        &settings,
+                        h,
+                        &mut deadline,
+                        cloth_stats,
+                    );
+                    cloth_stats.deadline_hit |= deadline.was_hit();
+                });
+            if self.cloth_stats.iter().any(|s| s.deadline_hit) {
+                deadline.latch();
             }
             for c in &mut self.colliders {
                 c.advance(h);
             }
+        }
+        // Fixed (cloth) order, whatever thread stepped which cloth.
+        for cloth_stats in &self.cloth_stats {
+            stats.merge(cloth_stats);
         }
         // Obstacle positions now (the end of the last substep).
         self.obstacle_x0.copy_from_slice(&self.obstacle_x1);

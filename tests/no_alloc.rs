@@ -140,6 +140,15 @@ fn pile_65_frames_do_not_allocate() {
     assert_eq!(n, 0, "pile-65: {n} heap allocations in 6 frames");
 }
 
+#[test]
+fn crowd_frames_do_not_allocate() {
+    // 16 cloths stepping in parallel across cloths (World::step). After 20
+    // frames some cloth's collision pools still grow once (32 allocations in
+    // the next 3 frames, reported as pool overflows); after 60 none do.
+    let n = steady_state_allocations("crowd.toml", 2, 60, 3);
+    assert_eq!(n, 0, "crowd: {n} heap allocations in 3 frames");
+}
+
 /// A perturbed `nx × ny` grid with alternating diagonals: positions,
 /// velocities, unique edges and rest lengths (the initial lengths shrunk by
 /// 10 %, so every edge starts stretched and the limiter has work to do).

@@ -169,3 +169,27 @@ fn flag_hangs_from_its_pinned_edge() {
     let free_corner = x[48];
     assert!(free_corner.y < 1.0, "free corner at {free_corner}");
 }
+
+/// Every scene in `samples/` loads, builds and steps two frames with a finite
+/// state and no intersection (a new sample cannot rot unnoticed).
+#[test]
+fn every_sample_loads_builds_and_steps() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("samples/ is readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "only {} samples found", names.len());
+    for name in &names {
+        let (scene, mut world) = load(name);
+        for frame in 0..2 {
+            world
+                .step(scene.dt())
+                .unwrap_or_else(|e| panic!("{name} frame {frame}: {e}"));
+            support::assert_world_clean(&world, &format!("{name} frame {frame}"));
+        }
+    }
+}

@@ -114,6 +114,12 @@ impl Deadline {
     pub fn was_hit(&self) -> bool {
         self.hit
     }
+
+    /// Marks the deadline as passed: a copy of it (one per cloth stepping in
+    /// parallel) found it passed, so every later stage of the frame sees it.
+    pub fn latch(&mut self) {
+        self.hit = true;
+    }
 }
 
 /// Adapts the CG iteration cap across frames to keep frames inside the

@@ -70,6 +70,35 @@ impl FrameStats {
         self.collide_ms.add(&c.times);
     }
 
+    /// Folds one cloth's statistics of the same frame in: counts add up,
+    /// largest values take the maximum, stage times add (so with cloths
+    /// stepping in parallel they are CPU time, not wall time). `frame_ms` and
+    /// `cg_cap` are the world's and are left alone.
+    pub fn merge(&mut self, o: &FrameStats) {
+        self.stage_ms.accumulate(&o.stage_ms);
+        self.collide_ms.add(&o.collide_ms);
+        self.substeps += o.substeps;
+        self.rejected_substeps += o.rejected_substeps;
+        self.cg_iterations += o.cg_iterations;
+        self.cg_max_iterations = self.cg_max_iterations.max(o.cg_max_iterations);
+        self.cg_residual = self.cg_residual.max(o.cg_residual);
+        self.cg_unconverged += o.cg_unconverged;
+        self.cg_indefinite += o.cg_indefinite;
+        self.contacts += o.contacts;
+        self.contacts_released += o.contacts_released;
+        self.max_strain = self.max_strain.max(o.max_strain);
+        self.energy += o.energy;
+        self.deadline_hit |= o.deadline_hit;
+        self.proximity_pairs += o.proximity_pairs;
+        self.ccd_hits += o.ccd_hits;
+        self.ccd_rounds += o.ccd_rounds;
+        self.zone_rounds += o.zone_rounds;
+        self.impact_zones = self.impact_zones.max(o.impact_zones);
+        self.largest_zone = self.largest_zone.max(o.largest_zone);
+        self.last_resorts += o.last_resorts;
+        self.pool_overflows += o.pool_overflows;
+    }
+
     /// Folds one solve's outcome in.
     pub fn add_solve(&mut self, iterations: u32, residual: f64, converged: bool, indefinite: bool) {
         self.cg_iterations += iterations;
