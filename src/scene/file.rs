@@ -158,7 +158,7 @@ pub enum GovernorChoice {
 pub struct ClothSection {
     /// Name (default `cloth<i>`).
     pub name: Option<String>,
-    /// A generated grid (exactly one of `grid` and `obj`).
+    /// A generated grid (exactly one of `grid`, `obj` and `tube`).
     pub grid: Option<GridSection>,
     /// An OBJ file, relative to the scene file.
     pub obj: Option<String>,
