@@ -1,5 +1,5 @@
-//! Mesh generators: the rectangular cloth grid of the canonical scenes, and closed obstacle/shell
-//! meshes (icosphere, capsule, cuboid).
+//! Mesh generators: the rectangular cloth grid of the canonical scenes, the open cloth tube of the
+//! sleeve sample ([`tube`]), and closed obstacle/shell meshes (icosphere, capsule, cuboid).
 //!
 //! Every generator checks its parameters and returns [`MeshError::InvalidParameter`] instead of
 //! panicking. Closed meshes are watertight, consistently oriented, with counter-clockwise winding
@@ -410,6 +410,101 @@ pub fn cuboid(half_extents: Vec3) -> Result<TriMesh, MeshError> {
     })
 }
 
+/// An open cylindrical tube (a sleeve) of `radius` along the y axis, from `y = -length/2` to
+/// `+length/2`: `around` vertices on each ring, `along` rings. Closed around (the seam is stitched:
+/// no boundary there), open at both ends (two boundary loops of `around` edges each).
+///
+/// Vertex `(s, j)` has index `j·around + s` and position
+/// `(r cos θ_s, -length/2 + j·length/(along-1), r sin θ_s)` with `θ_s = 2π s / around`, so the
+/// rings run from `+x` towards `+z` (clockwise seen from above, like [`capsule`]'s). Each cell
+/// `(s, j)`–`(s+1, j+1)` is split as in [`grid`] (checkerboard for [`Diagonals::Alternating`]) and
+/// wound so that the winding normal points outward (away from the axis).
+///
+/// Material coordinates (`corner_uvs`, per corner, metres) unroll the polygonal prism: `u` runs
+/// around in steps of the chord `2r sin(π/around)` (not the arc `2πr/around`), `v` along the axis,
+/// and the cells of the seam take `u = around · chord` at their `s = around` side. Every cell of the
+/// prism is a planar rectangle, so this development is exact: the rest lengths and areas equal the
+/// initial ones (an arc-length `u` would start the tube stretched by about `π²/(6 around²)`).
+///
+/// Errors ([`MeshError::InvalidParameter`]): `radius` or `length` not positive and finite,
+/// `around < 3`, `along < 2`, more than [`MAX_GENERATED_VERTICES`] vertices.
+pub fn tube(
+    radius: f32,
+    length: f32,
+    around: u32,
+    along: u32,
+    diagonals: Diagonals,
+) -> Result<TriMesh, MeshError> {
+    if !(radius > 0.0 && radius.is_finite()) {
+        return Err(invalid(
+            "radius",
+            format!("{radius} (must be positive and finite)"),
+        ));
+    }
+    if !(length > 0.0 && length.is_finite()) {
+        return Err(invalid(
+            "length",
+            format!("{length} (must be positive and finite)"),
+        ));
+    }
+    if around < 3 {
+        return Err(invalid(
+            "around",
+            format!("{around} (at least 3 vertices around)"),
+        ));
+    }
+    if along < 2 {
+        return Err(invalid(
+            "along",
+            format!("{along} (at least 2 rings along the axis)"),
+        ));
+    }
+    check_vertex_budget("around", u64::from(around) * u64::from(along))?;
+
+    let (r, l) = (f64::from(radius), f64::from(length));
+    let chord = 2.0 * r * (std::f64::consts::PI / f64::from(around)).sin();
+    let dy = l / f64::from(along - 1);
+    let mut positions = Vec::with_capacity((around * along) as usize);
+    for j in 0..along {
+        let y = -0.5 * l + f64::from(j) * dy;
+        for s in 0..around {
+            let theta = std::f64::consts::TAU * f64::from(s) / f64::from(around);
+            positions.push(DVec3::new(r * theta.cos(), y, r * theta.sin()).as_vec3());
+        }
+    }
+    // Column s (0..=around: `around` is the seam copy of 0) and row j in the unrolled pattern.
+    let uv = |s: u32, j: u32| Vec2::new((f64::from(s) * chord) as f32, (f64::from(j) * dy) as f32);
+    let cells = (around * (along - 1)) as usize;
+    let mut triangles = Vec::with_capacity(2 * cells);
+    let mut corner_uvs = Vec::with_capacity(2 * cells);
+    for j in 0..along - 1 {
+        for s in 0..around {
+            // Corners as (column, row); the column `around` wraps to vertex column 0.
+            let (c00, c10, c01, c11) = ((s, j), (s + 1, j), (s, j + 1), (s + 1, j + 1));
+            let main_diagonal = match diagonals {
+                Diagonals::Regular => true,
+                Diagonals::Alternating => (s + j) % 2 == 0,
+            };
+            // Going +θ (from +x towards +z) and +y, (∂/∂θ) × (∂/∂y) points inward, so each cell is
+            // wound 00 -> 01 -> 11 -> 10 (about the outward normal), the mirror of `grid`'s order.
+            let pair = if main_diagonal {
+                [[c00, c11, c10], [c00, c01, c11]]
+            } else {
+                [[c00, c01, c10], [c10, c01, c11]]
+            };
+            for tri in pair {
+                triangles.push(tri.map(|(cs, cj)| cj * around + cs % around));
+                corner_uvs.push(tri.map(|(cs, cj)| uv(cs, cj)));
+            }
+        }
+    }
+    Ok(TriMesh {
+        positions,
+        triangles,
+        corner_uvs: Some(corner_uvs),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -743,5 +838,123 @@ mod tests {
                 })
             ));
         }
+    }
+
+    #[test]
+    fn tube_is_closed_around_open_at_the_ends_and_outward() {
+        for diagonals in [Diagonals::Regular, Diagonals::Alternating] {
+            let (r, l, around, along) = (0.1f32, 0.5f32, 12u32, 5u32);
+            let m = tube(r, l, around, along, diagonals).expect("valid");
+            m.validate().expect("generated tube passes mesh validation");
+            assert_eq!(m.num_vertices(), (around * along) as usize);
+            assert_eq!(m.num_triangles(), (2 * around * (along - 1)) as usize);
+            // Consistent orientation: Topology rejects a mesh with an edge traversed twice the
+            // same way.
+            let topo = Topology::build(&m).expect("consistently oriented, edge-manifold");
+            // Annulus: V - E + F = 0, and the boundary is the two end rings, nothing at the seam.
+            assert_eq!(
+                m.num_vertices() as i64 - topo.edges().len() as i64 + m.num_triangles() as i64,
+                0
+            );
+            assert_eq!(topo.boundary_edges().len(), 2 * around as usize);
+            let mut boundary: Vec<u32> = topo.boundary_vertices().to_vec();
+            boundary.sort_unstable();
+            let ends: Vec<u32> = (0..around)
+                .chain((along - 1) * around..along * around)
+                .collect();
+            assert_eq!(boundary, ends, "boundary = first and last rings");
+            for &e in topo.boundary_edges() {
+                let [a, b] = topo.edges()[e as usize];
+                let (ja, jb) = (a / around, b / around);
+                assert_eq!(ja, jb, "a boundary edge runs around a ring");
+                assert!(ja == 0 || ja == along - 1);
+            }
+            // Outward: each winding normal points away from the axis.
+            for t in 0..m.num_triangles() {
+                let [a, b, c] = m.triangles[t].map(|i| m.positions[i as usize].as_dvec3());
+                let n = (b - a).cross(c - a);
+                let centroid = (a + b + c) / 3.0;
+                let radial = DVec3::new(centroid.x, 0.0, centroid.z);
+                assert!(n.dot(radial) > 0.0, "face {t} points inward");
+            }
+            // On the cylinder, spanning the length.
+            for p in &m.positions {
+                assert!((p.x.hypot(p.z) - r).abs() < 1e-6);
+                assert!(p.y.abs() <= 0.5 * l + 1e-6);
+            }
+            assert_eq!(m.positions[0], Vec3::new(r, -0.5 * l, 0.0));
+            assert!((m.positions[(along * around - 1) as usize].y - 0.5 * l).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn tube_rest_state_is_the_initial_state() {
+        // The unrolled material coordinates reproduce every edge length (also across the seam),
+        // so the tube starts unstrained.
+        let m = tube(0.07, 0.4, 7, 4, Diagonals::Alternating).expect("valid");
+        let uvs = m
+            .corner_uvs
+            .as_ref()
+            .expect("tube has material coordinates");
+        let mut seam_edges = 0;
+        for (t, tri) in m.triangles.iter().enumerate() {
+            for k in 0..3 {
+                let (a, b) = (tri[k] as usize, tri[(k + 1) % 3] as usize);
+                let d3 = (m.positions[a] - m.positions[b]).length();
+                let duv = (uvs[t][k] - uvs[t][(k + 1) % 3]).length();
+                assert!(
+                    (d3 - duv).abs() < 1e-6,
+                    "triangle {t} edge {k}: 3D {d3}, material {duv}"
+                );
+                if (a % 7 == 6 && b % 7 == 0) || (a % 7 == 0 && b % 7 == 6) {
+                    seam_edges += 1;
+                }
+            }
+        }
+        assert!(seam_edges > 0, "the seam cells were checked");
+    }
+
+    #[test]
+    fn tube_alternating_pattern_alternates() {
+        // Cell (s, j) with even s + j uses the (s, j)-(s+1, j+1) diagonal.
+        let (around, along) = (6u32, 3u32);
+        let m = tube(1.0, 1.0, around, along, Diagonals::Alternating).expect("valid");
+        let topo = Topology::build(&m).expect("valid");
+        for j in 0..along - 1 {
+            for s in 0..around {
+                let v00 = j * around + s;
+                let v11 = (j + 1) * around + (s + 1) % around;
+                let v10 = j * around + (s + 1) % around;
+                let v01 = (j + 1) * around + s;
+                let main = topo.edge_index(v00, v11).is_some();
+                let anti = topo.edge_index(v10, v01).is_some();
+                assert_eq!(
+                    (main, anti),
+                    ((s + j) % 2 == 0, (s + j) % 2 == 1),
+                    "cell ({s}, {j})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tube_rejects_bad_parameters() {
+        let e = |r: f32, l: f32, around: u32, along: u32| match tube(
+            r,
+            l,
+            around,
+            along,
+            Diagonals::Regular,
+        ) {
+            Err(MeshError::InvalidParameter { name, .. }) => name,
+            other => panic!("expected InvalidParameter, got {other:?}"),
+        };
+        assert_eq!(e(0.0, 1.0, 8, 2), "radius");
+        assert_eq!(e(f32::INFINITY, 1.0, 8, 2), "radius");
+        assert_eq!(e(1.0, -1.0, 8, 2), "length");
+        assert_eq!(e(1.0, f32::NAN, 8, 2), "length");
+        assert_eq!(e(1.0, 1.0, 2, 2), "around");
+        assert_eq!(e(1.0, 1.0, 8, 1), "along");
+        assert_eq!(e(1.0, 1.0, 1 << 16, 1 << 10), "around");
     }
 }

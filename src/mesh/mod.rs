@@ -18,7 +18,7 @@ use glam::{Vec2, Vec3};
 
 pub use generate::{
     Diagonals, GRID_AXIS_TOLERANCE, GridSpec, MAX_GENERATED_VERTICES, MAX_ICOSPHERE_SUBDIVISIONS,
-    capsule, cuboid, grid, icosphere,
+    capsule, cuboid, grid, icosphere, tube,
 };
 pub use obj::{read_obj, read_obj_file, write_obj, write_obj_mesh};
 pub use subdivide::{

@@ -158,10 +158,12 @@ pub enum GovernorChoice {
 pub struct ClothSection {
     /// Name (default `cloth<i>`).
     pub name: Option<String>,
-    /// A generated grid (exactly one of `grid` and `obj`).
+    /// A generated grid (exactly one of `grid`, `obj` and `tube`).
     pub grid: Option<GridSection>,
     /// An OBJ file, relative to the scene file.
     pub obj: Option<String>,
+    /// A generated open tube (a sleeve); exactly one of `grid`, `obj` and `tube`.
+    pub tube: Option<TubeSection>,
     /// Placement applied to the mesh.
     #[serde(default)]
     pub transform: TransformSection,
@@ -248,6 +250,41 @@ pub struct GridSection {
     /// a·sin(π t)·(1 + 0.5 sin(3π s)), with t ∈ [0, 1] from the first to the last
     /// row and s ∈ [−½, ½] across the columns.
     pub bow: Option<f32>,
+}
+
+/// Axis of a `[cloth.tube]`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TubeAxis {
+    /// Along x: the generator's frame turned −90° about z (vertex 0 of a ring at −y).
+    X,
+    /// Along y: the generator's own frame (vertex 0 of a ring at +x, rings from −y to +y).
+    #[default]
+    Y,
+    /// Along z: the generator's frame turned +90° about x (vertex 0 of a ring at +x).
+    Z,
+}
+
+/// `[cloth.tube]`: an open cylindrical tube (`mesh::tube`), closed around
+/// and open at both ends.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TubeSection {
+    /// Radius (m).
+    pub radius: f32,
+    /// Length along the axis (m).
+    pub length: f32,
+    /// Vertex counts [around, along]: vertices on a ring (≥ 3), rings (≥ 2).
+    pub vertices: [u32; 2],
+    /// Centre of the axis segment (m).
+    #[serde(default)]
+    pub centre: [f32; 3],
+    /// Axis direction.
+    #[serde(default)]
+    pub axis: TubeAxis,
+    /// Diagonal pattern.
+    #[serde(default)]
+    pub diagonals: DiagonalKind,
 }
 
 fn default_size() -> [f32; 2] {

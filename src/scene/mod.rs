@@ -23,7 +23,7 @@ use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
 use crate::integrate::implicit_euler::{BwSettings, RestAngles};
 use crate::linalg::PcgSettings;
-use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file};
+use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file, tube};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use crate::runtime::budget::Budget;
 use crate::world::{
@@ -684,8 +684,20 @@ fn cloth_desc(
         key: format!("cloth[{ci}]"),
         source,
     };
-    let mut mesh = match (&c.grid, &c.obj) {
-        (Some(g), None) => {
+    let mut mesh = match (&c.grid, &c.obj, &c.tube) {
+        (None, None, Some(tb)) => tube_mesh(tb).map_err(|e| match e {
+            MeshError::InvalidParameter { name, message } => {
+                // The generator's `around`/`along` are the two entries of `vertices`.
+                let k = if matches!(name, "around" | "along") {
+                    "vertices"
+                } else {
+                    name
+                };
+                verr("cloth.tube", k, format!("{name}: {message}"))
+            }
+            other => mesh_err(other),
+        })?,
+        (Some(g), None, None) => {
             let (u_axis, v_axis) = match g.plane {
                 GridPlane::Xz => (Vec3::X, Vec3::NEG_Z),
                 GridPlane::Xy => (Vec3::X, Vec3::Y),
@@ -727,7 +739,7 @@ fn cloth_desc(
             }
             mesh
         }
-        (None, Some(obj)) => {
+        (None, Some(obj), None) => {
             let p = base.join(obj);
             read_obj_file(&p).map_err(mesh_err)?
         }
@@ -736,7 +748,7 @@ fn cloth_desc(
                 file: file.to_string(),
                 line: find_key_line(text, "cloth", ci, "cloth"),
                 key: format!("cloth[{ci}]"),
-                message: "give exactly one of `grid` and `obj`".into(),
+                message: "give exactly one of `grid` and `obj` or `tube`".into(),
             });
         }
     };
@@ -931,6 +943,39 @@ fn cloth_desc(
         pin_velocity: Vec3::ZERO,
         initial_velocity: Vec3::from_array(c.velocity),
     })
+}
+
+/// The mesh of a `[cloth.tube]`: `mesh::tube` (axis y, centred at the
+/// origin) turned onto the chosen axis and moved to `centre`. The turns are
+/// proper rotations, so the winding normal still points outward.
+fn tube_mesh(tb: &file::TubeSection) -> Result<crate::mesh::TriMesh, MeshError> {
+    if !tb.centre.iter().all(|x| x.is_finite()) {
+        return Err(MeshError::InvalidParameter {
+            name: "centre",
+            message: "must be finite".into(),
+        });
+    }
+    let diagonals = match tb.diagonals {
+        DiagonalKind::Alternating => Diagonals::Alternating,
+        DiagonalKind::Regular => Diagonals::Regular,
+    };
+    let mut mesh = tube(
+        tb.radius,
+        tb.length,
+        tb.vertices[0],
+        tb.vertices[1],
+        diagonals,
+    )?;
+    let rotation = match tb.axis {
+        file::TubeAxis::X => Quat::from_rotation_z(-std::f32::consts::FRAC_PI_2),
+        file::TubeAxis::Y => Quat::IDENTITY,
+        file::TubeAxis::Z => Quat::from_rotation_x(std::f32::consts::FRAC_PI_2),
+    };
+    let affine = Affine3A::from_rotation_translation(rotation, Vec3::from_array(tb.centre));
+    if affine != Affine3A::IDENTITY {
+        mesh.transform(affine);
+    }
+    Ok(mesh)
 }
 
 /// Checks `[wind]` and makes the wind model's settings.
