@@ -244,7 +244,7 @@ struct Subdivided {
     frames: u32,
     ccd_hits: u64,
     zone_rounds: u64,
-    last_resorts: u32,
+    linear_levels: u32,
     max_correction: f32,
     ms: Vec<f64>,
 }
@@ -265,7 +265,7 @@ impl Subdivided {
             frames: 0,
             ccd_hits: 0,
             zone_rounds: 0,
-            last_resorts: 0,
+            linear_levels: 0,
             max_correction: 0.0,
             ms: Vec::new(),
         })
@@ -282,7 +282,7 @@ impl Subdivided {
             out.copy_from_slice(x);
             self.ccd_hits += u64::from(stats.ccd_hits);
             self.zone_rounds += u64::from(stats.zone_rounds);
-            self.last_resorts += u32::from(stats.last_resort);
+            self.linear_levels += stats.linear_levels;
             self.max_correction = self.max_correction.max(stats.max_correction);
         }
         self.ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -443,13 +443,13 @@ fn run(
     if let Some(s) = &subdivided {
         println!(
             "--subdivide {}: {} frames subdivided, median {:.1} ms; {} CCD hits, {} impact-zone rounds, \
-             {} last resorts, largest correction of the Loop positions {:.2} mm",
+             {} levels left linear (zone cap), largest correction of the Loop positions {:.2} mm",
             pictures.subdivide.unwrap_or(0),
             s.frames,
             percentile(&s.ms, 0.5),
             s.ccd_hits,
             s.zone_rounds,
-            s.last_resorts,
+            s.linear_levels,
             1e3 * s.max_correction
         );
     }
