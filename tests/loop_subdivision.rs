@@ -88,3 +88,13 @@ fn collision_aware_loop_is_intersection_free_where_plain_loop_is_not() {
     );
     println!("plain Loop: {plain_hits} intersecting pairs over {reports:?}");
 }
+
+/// Later, more crumpled frames, where the pseudo-step's zone loop can reach its cap and a level
+/// keeps its linear refinement: the output must stay clean all the same. Slow (minutes):
+/// `cargo test --release --test loop_subdivision -- --ignored --nocapture`.
+#[test]
+#[ignore = "slow: 130 frames of pile-33 and two-level subdivisions of crumpled frames"]
+fn late_crumpled_frames_stay_intersection_free() {
+    let reports = pile_33_reports(&[80, 100, 130], &[1, 2]);
+    println!("{reports:?}");
+}

@@ -205,7 +205,9 @@ impl CollisionAwareSubdivision {
     /// of the cloth's). Without allocating.
     ///
     /// If `x` is intersection-free (against itself and the obstacles), so is the output: every
-    /// level's motion ends in the collision stage's fail-safe.
+    /// level's motion ends in the collision stage's impact zones, or, past their cap, the level
+    /// keeps its linear refinement (module doc). Cloth–cloth contact between *different* cloths
+    /// is not considered (as in the simulation).
     ///
     /// # Panics
     /// If `x.len() != num_base_vertices()` or `obstacle_x.len() != num_obstacle_vertices()`.
