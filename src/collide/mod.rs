@@ -10,4 +10,5 @@ pub mod response;
 pub mod shapes;
 pub mod smoothing;
 pub mod strain_limit;
+pub mod subdivision;
 pub mod track;

@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod generate;
+pub mod loop_subdivide;
 pub mod obj;
 pub mod subdivide;
 pub mod topology;
@@ -20,6 +21,7 @@ pub use generate::{
     Diagonals, GRID_AXIS_TOLERANCE, GridSpec, MAX_GENERATED_VERTICES, MAX_ICOSPHERE_SUBDIVISIONS,
     capsule, cuboid, grid, icosphere, tube,
 };
+pub use loop_subdivide::{LoopLevel, LoopSubdivision, MAX_LOOP_LEVELS, loop_beta};
 pub use obj::{read_obj, read_obj_file, write_obj, write_obj_mesh};
 pub use subdivide::{
     Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,

@@ -17,6 +17,9 @@ use weft::scene::Scene;
 use weft::scene::file::CameraSection;
 use weft::world::World;
 
+/// A cloth mesh to draw instead of a cloth's simulated one: (positions, triangles).
+pub type ClothMesh<'a> = (&'a [Vec3], &'a [[u32; 3]]);
+
 /// Which frames get a preview picture.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrameSet {
@@ -176,8 +179,13 @@ impl Preview {
         self.renderer.camera()
     }
 
-    /// Renders the world as it is now.
-    pub fn render(&mut self, world: &World) -> Result<Image, RenderError> {
+    /// Renders the world as it is now; `cloths`, when given, replaces each cloth's
+    /// simulated mesh by (positions, triangles) — the `--subdivide` output, one per cloth.
+    pub fn render(
+        &mut self,
+        world: &World,
+        cloths: Option<&[ClothMesh<'_>]>,
+    ) -> Result<Image, RenderError> {
         let (soup, _) = world.obstacle_soup();
         let mut surfaces = Vec::with_capacity(world.cloths().len() + world.obstacles().len() + 1);
         let mut offset = 0;
@@ -190,12 +198,25 @@ impl Preview {
             });
             offset += n;
         }
-        for cloth in world.cloths() {
-            surfaces.push(Surface {
-                kind: SurfaceKind::Cloth,
-                positions: cloth.state().positions(),
-                triangles: cloth.triangles(),
-            });
+        match cloths {
+            Some(meshes) => {
+                for &(positions, triangles) in meshes {
+                    surfaces.push(Surface {
+                        kind: SurfaceKind::Cloth,
+                        positions,
+                        triangles,
+                    });
+                }
+            }
+            None => {
+                for cloth in world.cloths() {
+                    surfaces.push(Surface {
+                        kind: SurfaceKind::Cloth,
+                        positions: cloth.state().positions(),
+                        triangles: cloth.triangles(),
+                    });
+                }
+            }
         }
         if let Some((p, t)) = &self.ground {
             surfaces.push(Surface {
@@ -210,16 +231,18 @@ impl Preview {
         self.renderer.render(&surfaces)
     }
 
-    /// Renders the world and writes `preview_<frame:05>.png` into `dir`;
+    /// Renders the world (with `cloths` as in [`Preview::render`]) and writes
+    /// `preview_<frame:05>.png` into `dir`;
     /// returns the milliseconds spent rendering and encoding + writing.
     pub fn save(
         &mut self,
         world: &World,
+        cloths: Option<&[ClothMesh<'_>]>,
         dir: &Path,
         frame: u32,
     ) -> Result<(f64, f64), RenderError> {
         let t0 = Instant::now();
-        let image = self.render(world)?;
+        let image = self.render(world, cloths)?;
         let t1 = Instant::now();
         image.save_png(&dir.join(format!("preview_{frame:05}.png")))?;
         let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
