@@ -24,8 +24,19 @@ use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
 use crate::world::{Cloth, WorldSettings};
 
+/// Largest number of pieces an IMEX substep is split into (2^10).
+const MAX_IMEX_PIECES: u32 = 1024;
+
 /// Advances `cloth` by `h` with step control: a rejected substep is retried
 /// as two substeps of h/2, recursively, at most `max_halvings` deep.
+///
+/// IMEX step limit (METHODS-bw-bridson §4.9): with explicit elastic bending
+/// a substep longer than the cloth's limit
+/// ([`crate::integrate::implicit_euler::ImplicitEuler::explicit_bending_step_limit`],
+/// at the positions now) is first split into `2^k` equal pieces, the fewest
+/// that respect the limit, with `k <= 10` (beyond that the pieces are
+/// h/1024 and may be unstable). Each piece counts as a substep in the stats
+/// and gets its own step control.
 pub fn substep(
     cloth: &mut Cloth,
     colliders: &[ColliderView],
@@ -35,7 +46,39 @@ pub fn substep(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
-    substep_controlled(cloth, colliders, obstacles, settings, h, 0, deadline, stats);
+    let limit = cloth
+        .system
+        .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
+    let mut pieces = 1u32;
+    while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
+        pieces *= 2;
+    }
+    if pieces == 1 {
+        substep_controlled(cloth, colliders, obstacles, settings, h, 0, deadline, stats);
+        return;
+    }
+    let hp = h / pieces as f32;
+    for k in 0..pieces {
+        let (a, b) = (k as f32 / pieces as f32, (k + 1) as f32 / pieces as f32);
+        // Colliders at the start of the piece (a small inline buffer, no allocation for up to 8).
+        let views: SmallVec<[ColliderView; 8]> = colliders
+            .iter()
+            .map(|c| ColliderView {
+                pose: c.motion.advance(&c.pose, hp * k as f32),
+                ..*c
+            })
+            .collect();
+        substep_controlled(
+            cloth,
+            &views,
+            &obstacles.part(a, b),
+            settings,
+            hp,
+            0,
+            deadline,
+            stats,
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -94,13 +94,26 @@ fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
 /// Loads `sample`, steps `warm` frames, then counts the allocations of
 /// `frames` more, all inside a world-owned pool of `threads` workers.
 fn steady_state_allocations(sample: &str, threads: usize, warm: u32, frames: u32) -> usize {
+    steady_state_allocations_edited(sample, |t| t.to_string(), threads, warm, frames)
+}
+
+/// [`steady_state_allocations`] of the sample's text after `edit`.
+fn steady_state_allocations_edited(
+    sample: &str,
+    edit: impl Fn(&str) -> String,
+    threads: usize,
+    warm: u32,
+    frames: u32,
+) -> usize {
     let _serial = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("samples")
         .join(sample);
-    let scene = weft::scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let scene =
+        weft::scene::Scene::from_toml(&edit(&text), &path).unwrap_or_else(|e| panic!("{e}"));
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
     world.set_threads(threads).unwrap_or_else(|e| panic!("{e}"));
     let pool = world
@@ -132,6 +145,25 @@ fn steady_state_allocations(sample: &str, threads: usize, warm: u32, frames: u32
 fn drape_65_frames_do_not_allocate() {
     let n = steady_state_allocations("drape.toml", 2, 20, 6);
     assert_eq!(n, 0, "drape-65: {n} heap allocations in 6 frames");
+}
+
+#[test]
+fn drape_65_dihedral_imex_frames_do_not_allocate() {
+    // Discrete-shell bending integrated IMEX (issue 7 item 2): the step-limit pass and the split of
+    // substeps into pieces must not allocate either.
+    let edit = |t: &str| {
+        assert!(t.contains("\n[cloth.material]") && t.contains("\n[solver]"));
+        t.replace(
+            "[cloth.material]",
+            "[cloth.material]\nbending = \"dihedral\"",
+        )
+        .replace("[solver]", "[solver]\nbending_integration = \"imex\"")
+    };
+    let n = steady_state_allocations_edited("drape.toml", edit, 2, 20, 6);
+    assert_eq!(
+        n, 0,
+        "drape-65 dihedral IMEX: {n} heap allocations in 6 frames"
+    );
 }
 
 #[test]

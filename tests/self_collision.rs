@@ -29,6 +29,8 @@ fn material() -> BwSettings {
             damping: 0.002,
         },
         rest_angles: RestAngles::Flat,
+        bending: Default::default(),
+        bending_integration: Default::default(),
         jacobian: JacobianMode::Definite,
         pcg: PcgSettings {
             max_iterations: 100,

@@ -715,6 +715,8 @@ impl weft_cloth_desc {
                     damping: m.bend_damping,
                 },
                 rest_angles,
+                bending: Default::default(),
+                bending_integration: Default::default(),
                 jacobian,
                 pcg: PcgSettings {
                     max_iterations: bw.cg_max_iterations,

@@ -29,9 +29,34 @@ use crate::linalg::{
 };
 use crate::mesh::{Topology, TriMesh};
 use crate::model::baraff_witkin::{
-    BendParams, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
+    BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
     membrane_element, stretch_measure,
 };
+use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
+
+/// Which bending energy acts on the hinges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BendingModel {
+    /// The Baraff–Witkin bend condition `C = √w wrap(θ − θ0)` ([`bend_element`]).
+    #[default]
+    BaraffWitkin,
+    /// Discrete-shell bending, the course-notes / BMF03 sine form ([`shell_element`]); the same `k_b`
+    /// gives the same small-angle energy as `BaraffWitkin`.
+    DiscreteShell,
+}
+
+/// How the elastic bending force is integrated (METHODS-bw-bridson §4.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BendingIntegration {
+    /// Backward Euler with everything else: the bending Jacobian enters A.
+    #[default]
+    Implicit,
+    /// IMEX: the elastic bending force is evaluated at the start of the step and left out of K
+    /// (explicit); bending damping, stretch and shear stay implicit. Stable below the step limit
+    /// [`ImplicitEuler::explicit_bending_step_limit`] (METHODS-bw-bridson §4.9); the pipeline splits
+    /// longer substeps (see `pipeline::substep`).
+    Imex,
+}
 
 /// How hinge rest angles are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -52,6 +77,10 @@ pub struct BwSettings {
     pub bend: BendParams,
     /// Rest angles of the hinges.
     pub rest_angles: RestAngles,
+    /// The bending energy.
+    pub bending: BendingModel,
+    /// Implicit or IMEX (explicit elastic bending).
+    pub bending_integration: BendingIntegration,
     /// Jacobian treatment used in the solve.
     pub jacobian: JacobianMode,
     /// Iteration cap and tolerance of the filtered PCG.
@@ -105,6 +134,8 @@ pub struct ImplicitEuler {
     dv: Vec<Vec3>,
     lambda: Vec<Vec3>,
     pcg: PcgWorkspace,
+    /// Per-vertex row bounds of the explicit-bending step limit (scratch, sized at creation).
+    limit_rows: Vec<f64>,
 }
 
 impl std::fmt::Debug for ImplicitEuler {
@@ -192,6 +223,7 @@ impl ImplicitEuler {
             dv: vec![Vec3::ZERO; n],
             lambda: vec![Vec3::ZERO; n],
             pcg: PcgWorkspace::new(n),
+            limit_rows: vec![0.0; n],
         })
     }
 
@@ -246,14 +278,7 @@ impl ImplicitEuler {
         }
         for (h, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
             let p = h.map(|i| x[i as usize].as_dvec3());
-            e += bend_element(
-                &p,
-                &zero4,
-                rest,
-                &self.settings.bend,
-                JacobianMode::Definite,
-            )
-            .energy;
+            e += hinge_element(&self.settings, &p, &zero4, rest, JacobianMode::Definite).energy;
         }
         e
     }
@@ -372,8 +397,13 @@ impl ImplicitEuler {
                 let xe = hv.map(|i| x[i as usize].as_dvec3());
                 let ve = hv.map(|i| v[i as usize].as_dvec3());
                 let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-                let out = bend_element(&xe, &ve, rest, &settings.bend, mode);
-                Contribution::new(h, &out.force, &out.dfdx, &out.dfdv, &we, out.energy)
+                let out = hinge_element(settings, &xe, &ve, rest, mode);
+                let dfdx = match settings.bending_integration {
+                    BendingIntegration::Implicit => &out.dfdx,
+                    // METHODS-bw-bridson eq. 4.10: elastic bending in F1 (explicit), no K.
+                    BendingIntegration::Imex => &ZERO_BLOCKS,
+                };
+                Contribution::new(h, &out.force, dfdx, &out.dfdv, &we, out.energy)
             },
         );
         let mut energy = 0.0;
@@ -398,6 +428,53 @@ impl ImplicitEuler {
         energy
     }
 
+    /// The largest stable substep (s) of the IMEX split at positions `x` with lumped masses `mass`
+    /// (METHODS-bw-bridson §4.8–4.9); `f64::INFINITY` when bending is implicit or there is no bending.
+    ///
+    /// With the elastic bending force explicit and everything else implicit, each bending mode is
+    /// advanced by symplectic Euler (`v⁺ = v + h M⁻¹ f_b(x)`, `x⁺ = x + h v⁺`), stable for
+    /// `h ω < 2` where ω² is an eigenvalue of `M⁻¹ K_b`; implicit stretch and damping only add
+    /// stability. We bound `ω_max² = λ_max(M^{-1/2} K_b M^{-1/2})` from above with block Gershgorin on
+    /// the Gauss–Newton bending stiffness `K_b = Σ_e s_e ∇θ_e ∇θ_eᵀ`
+    /// ([`bending_mode_stiffness`]):
+    ///
+    /// ```text
+    /// ω̂² = max_i Σ_{e ∋ i} s_e a_{e,i} Σ_{j ∈ e} a_{e,j},   a_{e,j} = |∂θ_e/∂x_j| / √m_j,
+    /// h_max = 0.9 · 2 / ω̂.
+    /// ```
+    ///
+    /// This is §4.9's `h ≲ C Δp² √(ρ/B)` with the constant worked out: `|∇θ| ~ 1/Δp`, `m ~ ρ Δp²`,
+    /// `s ~ k_b`, so `ω̂ ~ √(k_b/ρ)/Δp²` (`tests::step_limit_scales_with_spacing_squared`). The
+    /// curvature term of the exact Hessian is left out (it vanishes at rest). Evaluated at the current
+    /// geometry; no allocation.
+    pub fn explicit_bending_step_limit(&mut self, x: &[Vec3], mass: &[f32]) -> f64 {
+        if self.settings.bending_integration == BendingIntegration::Implicit
+            || self.settings.bend.stiffness == 0.0
+        {
+            return f64::INFINITY;
+        }
+        let shell = self.settings.bending == BendingModel::DiscreteShell;
+        self.limit_rows.fill(0.0);
+        for (hv, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
+            let p = hv.map(|i| x[i as usize].as_dvec3());
+            let Some((s, g)) = bending_mode_stiffness(&p, rest, &self.settings.bend, shell) else {
+                continue;
+            };
+            let a: [f64; 4] =
+                std::array::from_fn(|k| g[k].length() / f64::from(mass[hv[k] as usize]).sqrt());
+            let sum: f64 = a.iter().sum();
+            for (k, &i) in hv.iter().enumerate() {
+                self.limit_rows[i as usize] += s * a[k] * sum;
+            }
+        }
+        let lambda = self.limit_rows.iter().copied().fold(0.0, f64::max);
+        if lambda > 0.0 {
+            IMEX_SAFETY * 2.0 / lambda.sqrt()
+        } else {
+            f64::INFINITY
+        }
+    }
+
     /// λ_i = (I − S_i)(A Δv − b)_i for constrained vertices (METHODS-bw-bridson §2.7).
     fn compute_constraint_impulses(&mut self, filters: &[Filter]) {
         let pattern = self.a.pattern();
@@ -413,6 +490,24 @@ impl ImplicitEuler {
             }
             self.lambda[i] = f.constrained(r);
         }
+    }
+}
+
+/// Safety factor on the symplectic-Euler bound `h ω < 2` of the explicit bending step limit (the
+/// Gershgorin ω̂ already over-estimates ω_max; the factor covers the geometry changing within a step).
+const IMEX_SAFETY: f64 = 0.9;
+
+/// The hinge kernel the settings select: Baraff–Witkin bend or discrete shell.
+fn hinge_element(
+    settings: &BwSettings,
+    x: &[DVec3; 4],
+    v: &[DVec3; 4],
+    rest: &HingeRest,
+    mode: JacobianMode,
+) -> ElementOutput<4> {
+    match settings.bending {
+        BendingModel::BaraffWitkin => bend_element(x, v, rest, &settings.bend, mode),
+        BendingModel::DiscreteShell => shell_element(x, v, rest, &settings.bend, mode),
     }
 }
 
@@ -521,6 +616,132 @@ fn flatten_triangle(p: [DVec3; 3]) -> [DVec2; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::{GridSpec, grid};
+
+    fn settings(bending: BendingModel, integration: BendingIntegration) -> BwSettings {
+        BwSettings {
+            membrane: MembraneParams {
+                stretch_u: 1000.0,
+                stretch_v: 1000.0,
+                shear: 100.0,
+                rest_stretch_u: 1.0,
+                rest_stretch_v: 1.0,
+                stretch_damping: 0.002,
+                shear_damping: 0.002,
+            },
+            bend: BendParams {
+                stiffness: 1e-3,
+                damping: 0.002,
+            },
+            rest_angles: RestAngles::Flat,
+            bending,
+            bending_integration: integration,
+            jacobian: JacobianMode::Definite,
+            pcg: PcgSettings {
+                max_iterations: 100,
+                tolerance: 1e-6,
+            },
+        }
+    }
+
+    /// A bumpy n x n grid (so the hinges are not all flat), its system and lumped masses.
+    fn bumpy(n: u32, bending: BendingModel) -> (ImplicitEuler, Vec<Vec3>, Vec<f32>) {
+        let mut mesh = grid(&GridSpec {
+            nx: n,
+            ny: n,
+            ..GridSpec::default()
+        })
+        .expect("valid grid");
+        for p in &mut mesh.positions {
+            p.y = 0.05 * (3.0 * p.x).sin() * (2.0 * p.z).cos();
+        }
+        let topo = Topology::build(&mesh).expect("valid topology");
+        let sys = ImplicitEuler::new(&mesh, &topo, settings(bending, BendingIntegration::Imex))
+            .expect("well-shaped rest");
+        let areas: Vec<f64> = sys.triangle_rest().iter().map(|r| r.area).collect();
+        let mass = crate::state::lumped_masses(mesh.num_vertices(), &mesh.triangles, &areas, 0.1);
+        (sys, mesh.positions, mass)
+    }
+
+    /// ω_max² = λ_max(M^{-1/2} K_b M^{-1/2}) of the Gauss–Newton bending stiffness, by a dense
+    /// self-adjoint eigen-solve.
+    fn true_omega_max(sys: &ImplicitEuler, x: &[Vec3], mass: &[f32], shell: bool) -> f64 {
+        let n = 3 * x.len();
+        let mut k = faer::Mat::<f64>::zeros(n, n);
+        for (hv, rest) in sys.hinge_verts.iter().zip(&sys.hinge_rest) {
+            let p = hv.map(|i| x[i as usize].as_dvec3());
+            let Some((s, g)) = bending_mode_stiffness(&p, rest, &sys.settings.bend, shell) else {
+                continue;
+            };
+            for (a, &i) in hv.iter().enumerate() {
+                for (b, &j) in hv.iter().enumerate() {
+                    let scale =
+                        s / (f64::from(mass[i as usize]) * f64::from(mass[j as usize])).sqrt();
+                    for r in 0..3 {
+                        for c in 0..3 {
+                            k[(3 * i as usize + r, 3 * j as usize + c)] +=
+                                scale * g[a][r] * g[b][c];
+                        }
+                    }
+                }
+            }
+        }
+        let eig = k
+            .self_adjoint_eigenvalues(faer::Side::Lower)
+            .expect("eigen-solver converges");
+        eig.iter().copied().fold(0.0, f64::max).sqrt()
+    }
+
+    #[test]
+    fn step_limit_bounds_the_true_frequency() {
+        for (bending, shell) in [
+            (BendingModel::BaraffWitkin, false),
+            (BendingModel::DiscreteShell, true),
+        ] {
+            let (mut sys, x, mass) = bumpy(9, bending);
+            let h_max = sys.explicit_bending_step_limit(&x, &mass);
+            let omega_hat = IMEX_SAFETY * 2.0 / h_max;
+            let omega = true_omega_max(&sys, &x, &mass, shell);
+            // Safe (an upper bound) and not absurdly conservative.
+            assert!(omega_hat >= omega, "{bending:?}: ω̂ {omega_hat} < ω {omega}");
+            assert!(
+                omega_hat <= 6.0 * omega,
+                "{bending:?}: ω̂ {omega_hat} vs ω {omega}"
+            );
+        }
+    }
+
+    #[test]
+    fn step_limit_scales_with_spacing_squared() {
+        // METHODS-bw-bridson §4.9: h_max ∝ Δp². Halving the spacing quarters the limit.
+        let (mut a, xa, ma) = bumpy(17, BendingModel::DiscreteShell);
+        let (mut b, xb, mb) = bumpy(33, BendingModel::DiscreteShell);
+        let ratio =
+            a.explicit_bending_step_limit(&xa, &ma) / b.explicit_bending_step_limit(&xb, &mb);
+        assert!((3.5..4.5).contains(&ratio), "ratio {ratio}");
+    }
+
+    #[test]
+    fn implicit_bending_has_no_step_limit() {
+        let mesh = grid(&GridSpec {
+            nx: 5,
+            ny: 5,
+            ..GridSpec::default()
+        })
+        .expect("valid grid");
+        let topo = Topology::build(&mesh).expect("valid topology");
+        let mut sys = ImplicitEuler::new(
+            &mesh,
+            &topo,
+            settings(BendingModel::DiscreteShell, BendingIntegration::Implicit),
+        )
+        .expect("well-shaped rest");
+        let mass = vec![1.0; mesh.num_vertices()];
+        assert_eq!(
+            sys.explicit_bending_step_limit(&mesh.positions, &mass),
+            f64::INFINITY
+        );
+    }
 
     #[test]
     fn flatten_preserves_lengths() {

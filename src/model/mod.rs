@@ -11,6 +11,8 @@
 //!   projection solvers (Wang 2012).
 //! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (METHODS-bw-bridson §2.3, §4.3),
 //!   shared by the Baraff–Witkin bend condition and discrete-shell bending.
+//! - [`discrete_shell`]: discrete-shell (dihedral) bending with rest angles and bending damping, the
+//!   course-notes force in Bridson–Marino–Fedkiw 2003 form (METHODS-bw-bridson §4.1–4.6).
 //! - [`isometric`]: Wang 2012 inextensibility, conforming and boundary constraints on the 4:1
 //!   subdivided mesh (eq. 3.1–3.4, METHODS-wang §2–3), as one [`constraint::ConstraintSet`].
 //! - [`quadratic_bending`]: Wang 2012 Crouzeix–Raviart bending on the red nodes with rest curvature
@@ -20,6 +22,7 @@
 pub mod baraff_witkin;
 pub mod constraint;
 pub mod dihedral;
+pub mod discrete_shell;
 pub mod isometric;
 pub mod quadratic_bending;
 pub mod wind;

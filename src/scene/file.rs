@@ -102,6 +102,32 @@ pub struct SolverSection {
     /// Step control: largest number of halvings (0 disables).
     #[serde(default = "default_halvings")]
     pub max_halvings: u32,
+    /// `"implicit"` (default) or `"imex"`: elastic bending explicit (METHODS-bw-bridson §4.8),
+    /// substeps longer than its step limit (§4.9) split in halves.
+    #[serde(default)]
+    pub bending_integration: BendingIntegrationKind,
+}
+
+/// `[solver] bending_integration`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BendingIntegrationKind {
+    /// Backward Euler (the bending Jacobian in the solve).
+    #[default]
+    Implicit,
+    /// Elastic bending explicit, everything else implicit.
+    Imex,
+}
+
+/// `[cloth.material] bending`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BendingKind {
+    /// The Baraff–Witkin bend condition.
+    #[default]
+    BaraffWitkin,
+    /// Discrete-shell (dihedral) bending, course notes / BMF03 (`model::discrete_shell`).
+    Dihedral,
 }
 
 impl Default for SolverSection {
@@ -113,6 +139,7 @@ impl Default for SolverSection {
             jacobian: JacobianKind::default(),
             max_stretch_change: default_stretch_change(),
             max_halvings: default_halvings(),
+            bending_integration: BendingIntegrationKind::default(),
         }
     }
 }
@@ -333,9 +360,13 @@ pub struct MaterialSection {
     /// Rest stretch factors b_u, b_v.
     #[serde(default = "default_rest_stretch")]
     pub rest_stretch: [f64; 2],
-    /// Hinge rest angles: "flat" or "initial".
+    /// Hinge rest angles: "flat" or "initial" (alias "input").
     #[serde(default)]
     pub rest_angles: RestAnglesKind,
+    /// Bending energy: "baraff-witkin" (default) or "dihedral". Both read `bend` (N·m) and
+    /// `bend_damping` (s) with the same meaning.
+    #[serde(default)]
+    pub bending: BendingKind,
 }
 
 impl Default for MaterialSection {
@@ -350,6 +381,7 @@ impl Default for MaterialSection {
             bend_damping: default_damping(),
             rest_stretch: default_rest_stretch(),
             rest_angles: RestAnglesKind::default(),
+            bending: BendingKind::default(),
         }
     }
 }
@@ -378,6 +410,7 @@ pub enum RestAnglesKind {
     #[default]
     Flat,
     /// As in the input mesh.
+    #[serde(alias = "input")]
     Initial,
 }
 

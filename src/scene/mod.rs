@@ -21,7 +21,7 @@ use crate::collide::resolve::CollisionSettings;
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
-use crate::integrate::implicit_euler::{BwSettings, RestAngles};
+use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSettings, RestAngles};
 use crate::linalg::PcgSettings;
 use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file, tube};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
@@ -882,6 +882,14 @@ fn cloth_desc(
         rest_angles: match m.rest_angles {
             file::RestAnglesKind::Flat => RestAngles::Flat,
             file::RestAnglesKind::Initial => RestAngles::Initial,
+        },
+        bending: match m.bending {
+            file::BendingKind::BaraffWitkin => BendingModel::BaraffWitkin,
+            file::BendingKind::Dihedral => BendingModel::DiscreteShell,
+        },
+        bending_integration: match sf.solver.bending_integration {
+            file::BendingIntegrationKind::Implicit => BendingIntegration::Implicit,
+            file::BendingIntegrationKind::Imex => BendingIntegration::Imex,
         },
         jacobian: match sf.solver.jacobian {
             JacobianKind::Definite => JacobianMode::Definite,
