@@ -69,6 +69,16 @@ pub enum RowRole<'a> {
     PerRow(&'a [f64]),
     /// Residual rows of a potential `h² Φ = ½‖r‖²`, `D = 1` (Wang 2012 eq. 3.19, eq. 3.25).
     Residual,
+    /// Hard rows solved with a per-row proximal regularisation `D_a ≥ 0` (the method of
+    /// multipliers): each Gauss–Newton iteration solves eq. 3.30 with this `D` in `K` and
+    /// `D λ⁻` added to the right-hand side, `λ⁻` the warm start (previous iteration, previous
+    /// step). A row then holds `J_a x + d_a = D_a (λ_a − λ⁻_a)` (eq. 3.30 with the penalty
+    /// centred on `λ⁻`, the augmented-Lagrangian update), so at a fixed point of the iteration
+    /// the row is exactly hard, while `K` keeps the `D` that makes it positive definite when
+    /// the hard rows are redundant (METHODS-wang §3.4, §7.5). Unlike [`RowRole::PerRow`] no
+    /// violation `D λ` is left over, whatever the load on the row. Tested by the stopping test
+    /// like hard rows.
+    Proximal(&'a [f64]),
 }
 
 impl RowRole<'_> {
@@ -77,11 +87,11 @@ impl RowRole<'_> {
         match self {
             RowRole::Hard => out.fill(0.0),
             RowRole::Compliant(d) => out.fill(d.max(0.0)),
-            RowRole::PerRow(d) => {
+            RowRole::PerRow(d) | RowRole::Proximal(d) => {
                 assert_eq!(
                     d.len(),
                     out.len(),
-                    "RowRole::PerRow: one compliance per row"
+                    "RowRole::PerRow/Proximal: one compliance per row"
                 );
                 for (o, &d) in out.iter_mut().zip(d) {
                     *o = d.max(0.0);
@@ -94,7 +104,7 @@ impl RowRole<'_> {
     /// Whether some row is soft (then a feasible start is not the minimiser).
     fn any_soft(self) -> bool {
         match self {
-            RowRole::Hard => false,
+            RowRole::Hard | RowRole::Proximal(_) => false,
             RowRole::Compliant(d) => d > 0.0,
             RowRole::PerRow(d) => d.iter().any(|&d| d > 0.0),
             RowRole::Residual => true,
@@ -168,6 +178,11 @@ pub struct ProjectionSettings {
     pub contact_length: f64,
     /// Preconditioner of the linear solves.
     pub preconditioner: Preconditioner,
+    /// Add a diagonal majorizer of the constraint curvature `Σ λ_a ∇²C_a` of distance rows to
+    /// the model Hessian (see [`GaussNewtonProjection::project`]); the fixed point is
+    /// unchanged. Without it the iteration diverges once the tension `|λ|/ℓ` of the rows
+    /// exceeds the node masses (a hanging sheet).
+    pub curvature_majorizer: bool,
 }
 
 impl Default for ProjectionSettings {
@@ -181,6 +196,7 @@ impl Default for ProjectionSettings {
             },
             contact_length: 1e-2,
             preconditioner: Preconditioner::default(),
+            curvature_majorizer: true,
         }
     }
 }
@@ -194,6 +210,9 @@ pub struct ProjectionReport {
     pub max_violation: f64,
     /// PCG iterations summed over the Gauss–Newton iterations.
     pub cg_iterations: u32,
+    /// Relative preconditioned residual `‖b − K z‖_P / ‖b‖_P` at the end of the last PCG solve
+    /// (0 when no solve ran).
+    pub cg_relative_residual: f64,
     /// The stopping test held.
     pub converged: bool,
     /// The deadline stopped it.
@@ -227,6 +246,10 @@ pub struct GaussNewtonProjection {
     /// The cloth block of `K`, assembled for the IC(0) preconditioner.
     k_cloth: SymCsr,
     ic: IncompleteCholesky,
+    /// Per vertex, this iteration: `w' = 1/(m + g)` and the target `x̂ = (m x̃ + g x⁽ˢ⁾)/(m + g)`,
+    /// `g` the curvature majorizer (`w' = w`, `x̂ = x̃` without it).
+    w_eff: Vec<f64>,
+    x_hat: Vec<DVec3>,
 }
 
 impl GaussNewtonProjection {
@@ -308,6 +331,8 @@ impl GaussNewtonProjection {
             pcg: ScalarPcgWorkspace::new(total),
             k_cloth,
             ic,
+            w_eff: vec![0.0; num_vertices],
+            x_hat: vec![DVec3::ZERO; num_vertices],
         }
     }
 
@@ -454,6 +479,7 @@ impl GaussNewtonProjection {
                     f.set.gradients(x, g);
                 }
             }
+            self.model_hessian(settings.curvature_majorizer, x_target, inv_mass, x);
             let GaussNewtonProjection {
                 topo,
                 gradients,
@@ -466,8 +492,11 @@ impl GaussNewtonProjection {
                 pcg,
                 k_cloth,
                 ic,
+                w_eff,
+                x_hat,
                 ..
             } = self;
+            let (inv_mass, x_target) = (&w_eff[..], &x_hat[..]);
             let mut op = KOperator {
                 topo,
                 gradients,
@@ -477,6 +506,14 @@ impl GaussNewtonProjection {
                 u,
             };
             op.build_rhs(&values[..rows], x_target, x, &mut rhs[..rows]);
+            // Proximal rows: `+ D λ⁻`, the warm start still in `z` (RowRole::Proximal).
+            for (i, f) in families.iter().enumerate() {
+                if let RowRole::Proximal(_) = f.role {
+                    for a in topo.family_rows[i]..topo.family_rows[i + 1] {
+                        rhs[a] += diag[a] * z[a];
+                    }
+                }
+            }
             let z = &mut z[..rows];
             let cg = match settings.preconditioner {
                 Preconditioner::Jacobi => {
@@ -510,6 +547,7 @@ impl GaussNewtonProjection {
                 }
             };
             report.cg_iterations += cg.iterations;
+            report.cg_relative_residual = cg.relative_residual;
             report.iterations += 1;
             if cg.indefinite || !cg.relative_residual.is_finite() {
                 report.linear_solve_failed = true;
@@ -524,6 +562,67 @@ impl GaussNewtonProjection {
             });
         }
         report
+    }
+
+    /// The diagonal model Hessian and target of this iteration (`w_eff`, `x_hat`).
+    ///
+    /// Gauss–Newton drops the constraint curvature `Σ_a λ_a ∇²C_a` from the Hessian of the
+    /// Lagrangian (METHODS-wang §6.2); the iteration `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z` then converges only
+    /// while that term is small against `M`, i.e. while `|λ_a| / ℓ_a ≲ m` on distance rows.
+    /// A hanging sheet breaks this: the top rows carry the weight of the sheet, `|λ|/(ℓ m)`
+    /// grows like the number of nodes below, and the iterates oscillate with growing strain.
+    /// **Choice** (not in the thesis): add the proximal term `½ ‖x − x⁽ˢ⁾‖²_Γ` with the diagonal
+    /// `Γ_v = Σ_{a ∋ v} 2|λ_a| / ℓ_a`, a Gershgorin upper bound of the curvature of the
+    /// distance rows at `v` (`∇²C_a = P_a/ℓ_a` on the pair, `P_a = I − u uᵀ`), with `λ` the
+    /// warm start (previous iteration or step). The model Hessian `M + Γ` stays diagonal, so
+    /// the step is the same solve with `w' = 1/(m + Γ)` and target
+    /// `x̂ = (m x̃ + Γ x⁽ˢ⁾)/(m + Γ)`; the term vanishes at a fixed point `x⁽ˢ⁺¹⁾ = x⁽ˢ⁾`, so the
+    /// converged positions are those of eq. 3.25. A distance row is recognised by its stencil:
+    /// two vertices with opposite unit gradients (`‖x_i − x_j‖ − d`, eq. 3.1); a linear row of
+    /// that shape would only get a needless (and harmless) majorizer.
+    fn model_hessian(&mut self, on: bool, x_target: &[DVec3], inv_mass: &[f64], x: &[DVec3]) {
+        let w_eff = &mut self.w_eff;
+        let x_hat = &mut self.x_hat;
+        w_eff.copy_from_slice(inv_mass);
+        x_hat.copy_from_slice(x_target);
+        if !on {
+            return;
+        }
+        // Γ accumulated into `u` (scratch, overwritten by the solve), rows in order.
+        let gamma = &mut self.u;
+        gamma.iter_mut().for_each(|g| *g = DVec3::ZERO);
+        let t = &self.topo;
+        for a in 0..t.num_cloth_rows() {
+            let (e0, e1) = (
+                t.stencil_offsets[a] as usize,
+                t.stencil_offsets[a + 1] as usize,
+            );
+            if e1 != e0 + 2 || self.z[a] == 0.0 {
+                continue;
+            }
+            let (g0, g1) = (self.gradients[e0], self.gradients[e0 + 1]);
+            if (g0 + g1).length_squared() > 1e-20 || (g0.length_squared() - 1.0).abs() > 1e-9 {
+                continue;
+            }
+            let (v0, v1) = (
+                t.stencil_vertices[e0] as usize,
+                t.stencil_vertices[e0 + 1] as usize,
+            );
+            let l = (x[v0] - x[v1]).length();
+            if l > 0.0 {
+                let c = 2.0 * self.z[a].abs() / l;
+                gamma[v0].x += c;
+                gamma[v1].x += c;
+            }
+        }
+        for v in 0..w_eff.len() {
+            let g = gamma[v].x;
+            if inv_mass[v] > 0.0 && g > 0.0 {
+                let m = 1.0 / inv_mass[v];
+                w_eff[v] = 1.0 / (m + g);
+                x_hat[v] = (m * x_target[v] + g * x[v]) / (m + g);
+            }
+        }
     }
 
     /// `values = C(x)` for every family and contact row.
@@ -1255,5 +1354,50 @@ mod tests {
                 .zip(&b)
                 .all(|(p, q)| p.to_array().map(f64::to_bits) == q.to_array().map(f64::to_bits))
         );
+    }
+}
+
+#[cfg(test)]
+impl GaussNewtonProjection {
+    /// Test hook: the cloth block of `K` at `x` (gradients and `D` as [`Self::project`] sets
+    /// them), assembled on the [`SymCsr`] pattern and applied matrix-free, both dense row-major.
+    pub(crate) fn dense_k_at(
+        &mut self,
+        families: &[RowFamily<'_>],
+        x: &[DVec3],
+        inv_mass: &[f64],
+    ) -> (usize, Vec<f64>, Vec<f64>) {
+        let rows = self.num_cloth_rows();
+        for (i, f) in families.iter().enumerate() {
+            f.role.fill_diagonal(
+                &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
+            );
+            let g =
+                &mut self.gradients[self.topo.family_entries[i]..self.topo.family_entries[i + 1]];
+            f.set.gradients(x, g);
+        }
+        self.k_cloth
+            .assemble(&self.gradients, inv_mass, &self.diag[..rows]);
+        let assembled = self.k_cloth.to_dense();
+        let mut op = KOperator {
+            topo: &self.topo,
+            gradients: &self.gradients,
+            diag: &self.diag[..rows],
+            contacts: &[],
+            inv_mass,
+            u: &mut self.u,
+        };
+        let mut free = vec![0.0; rows * rows];
+        let mut e = vec![0.0; rows];
+        let mut col = vec![0.0; rows];
+        for b in 0..rows {
+            e[b] = 1.0;
+            op.apply(&e, &mut col);
+            e[b] = 0.0;
+            for a in 0..rows {
+                free[a * rows + b] = col[a];
+            }
+        }
+        (rows, assembled, free)
     }
 }
