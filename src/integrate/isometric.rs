@@ -1145,6 +1145,62 @@ mod wang_model_tests {
         (max_drop, s.free_edge_drop(), strain, max_newton, missed, cg)
     }
 
+    /// Time per step and Newton iterations per step of the hanging sheet (settings of
+    /// `hang_run`) on a 33 × 33 and a 101 × 101 base grid (vertices per side), at 0.1 % strain
+    /// tolerance. Prints; asserts nothing about time. `cargo test --release --lib -- --ignored
+    /// --nocapture measure_hanging_sheet`.
+    #[test]
+    #[ignore = "measurement (slow; prints time per step)"]
+    fn measure_hanging_sheet() {
+        for (n, steps) in [(33u32, 10usize), (101, 1)] {
+            let mut s = Hang::new(
+                n,
+                1e-4,
+                Regularisation {
+                    conforming: 1e-2,
+                    boundary: 1e-2,
+                    inextensible: 1e-2,
+                    proximal: true,
+                },
+            );
+            let mut settings = IsometricSettings {
+                projection: ProjectionSettings {
+                    tolerance: 1e-3,
+                    max_iterations: 30,
+                    ..ProjectionSettings::default()
+                },
+                ..IsometricSettings::default()
+            };
+            settings.projection.cg.tolerance = 1e-4;
+            let (mut newton, mut cg, mut missed) = (0u64, 0u64, 0u32);
+            let t0 = std::time::Instant::now();
+            for step in 0..steps {
+                let t = std::time::Instant::now();
+                let rep = s.step(0.01, &settings);
+                eprintln!(
+                    "  {n}: step {step}: {:.2} s, Newton {}, PCG {}, violation {:.2e}",
+                    t.elapsed().as_secs_f64(),
+                    rep.first.iterations,
+                    rep.first.cg_iterations,
+                    rep.first.max_violation
+                );
+                newton += u64::from(rep.first.iterations);
+                cg += u64::from(rep.first.cg_iterations);
+                missed += u32::from(!rep.first.converged);
+            }
+            let dt = t0.elapsed().as_secs_f64() / steps as f64;
+            eprintln!(
+                "base {n}x{n} ({} nodes, {} rows): {steps} steps, {:.3} s/step, {:.1} Newton/step, {:.0} PCG/step, {missed} steps over tolerance, drop {:.3}",
+                s.x.len(),
+                s.stepper.projection.num_cloth_rows(),
+                dt,
+                newton as f64 / steps as f64,
+                cg as f64 / steps as f64,
+                s.free_edge_drop()
+            );
+        }
+    }
+
     #[test]
     fn pinned_sheet_swings_down_without_locking_or_blowing_up() {
         let (max_drop, drop, strain, newton, missed, cg) = hang_run(9, 150);

@@ -919,6 +919,34 @@ mod tests {
     }
 
     #[test]
+    fn row_regularisation_is_beta_times_the_diagonal_of_jwjt() {
+        let (_, rest, c) = build(&grid_mesh(3, 4, Diagonals::Regular));
+        let mut rng = SplitMix64::new(21);
+        let x: Vec<DVec3> = rest.iter().map(|p| *p + rng.vec3(0.01)).collect();
+        let mut w: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
+        w[0] = 0.0;
+        let mut g = vec![DVec3::ZERO; c.stencil_vertices().len()];
+        c.gradients(&x, &mut g);
+        let beta = [1e-2, 3e-3, 7e-4];
+        let mut d = vec![0.0; c.len()];
+        c.row_regularisation(&w, beta, &mut d);
+        let o = c.stencil_offsets();
+        let v = c.stencil_vertices();
+        for (f, b) in [
+            (Family::Inextensibility, beta[0]),
+            (Family::Conforming, beta[1]),
+            (Family::Boundary, beta[2]),
+        ] {
+            for a in c.range(f) {
+                let kaa: f64 = (o[a] as usize..o[a + 1] as usize)
+                    .map(|e| w[v[e] as usize] * g[e].length_squared())
+                    .sum();
+                assert!((d[a] - b * kaa).abs() <= 1e-12 * kaa.max(1.0), "row {a}");
+            }
+        }
+    }
+
+    #[test]
     fn stopping_scales_are_rest_lengths_then_shortest_red_distance() {
         let (_, _, c) = build(&grid_mesh(3, 4, Diagonals::Regular));
         let s = c.stopping_scales();
