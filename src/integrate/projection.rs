@@ -41,6 +41,14 @@
 //!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
 //!   strain) and over the hard contact rows (`scale = contact_length`), or the Newton cap, or
 //!   the deadline. Residual and soft rows are not tested (their "violation" is the physics).
+//! - Redundant hard rows (the planar redundancy of METHODS-wang §3.4, and self-stresses such as
+//!   a straight chain of distance rows between two pinned nodes, which survives any bending
+//!   about the chain) make `K` singular and the linearised rows inconsistent; PCG then stalls
+//!   at its cap. [`RowRole::Proximal`] regularises such rows with a `D` in `K` and `D λ⁻` on
+//!   the right-hand side (the method of multipliers), so they are hard at convergence.
+//! - Gauss–Newton drops the constraint curvature `Σ λ ∇²C`; under heavy tension
+//!   (`|λ|/ℓ ≫ m`) it diverges. [`ProjectionSettings::curvature_majorizer`] adds a diagonal
+//!   upper bound of that term as a proximal mass (fixed point unchanged).
 //! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
 //!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
@@ -155,8 +163,8 @@ pub struct ContactRow {
 /// Preconditioner of the PCG solves (METHODS-wang §11.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Preconditioner {
-    /// `diag(K)`: cheap, matrix-free, but too weak once the conforming rows (3.3) and the
-    /// bending residual rows are in `K` (the hanging sheet needs > 1000 iterations).
+    /// `diag(K)`: cheap, matrix-free, but weak once the conforming rows (3.3) and the
+    /// bending residual rows are in `K`.
     Jacobi,
     /// IC(0) of the cloth block of `K`, assembled on the [`SymCsr`] pattern built at creation
     /// and factored every Gauss–Newton iteration; contact rows get Jacobi (a block-diagonal
