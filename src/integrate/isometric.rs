@@ -691,92 +691,128 @@ mod wang_model_tests {
         }
     }
 
-    /// A 1 m sheet (base grid `n × n`), pinned along one edge, hanging under gravity with the
-    /// full model: inextensibility, conforming and boundary rows plus bending `k_b`.
-    fn hang(
-        n: u32,
-        k_b: f64,
-        steps: usize,
-    ) -> (f64, f64, crate::model::isometric::BaseEdgeStrain, u32) {
-        let sub = sheet(n);
-        let rest = sub.rest_positions();
-        let cons = IsometricConstraints::new(&sub, &rest).expect("constraints");
-        let mut bending = QuadraticBending::new(&sub, &rest, k_b).expect("bending");
-        let rows = BendingRows::new(&bending);
-        let nn = rest.len();
-        // Masses: 0.1 kg/m² × ⅓ of the incident subdivided triangle areas (METHODS-wang §0).
-        let mesh = sub.mesh();
-        let mut mass = vec![0.0; nn];
-        for t in &mesh.triangles {
-            let [a, b, c] = t.map(|i| rest[i as usize]);
-            let area = 0.5 * (b - a).cross(c - a).length();
-            for &i in t {
-                mass[i as usize] += 0.1 * area / 3.0;
+    /// Compliance factors `β` of the linear rows (`IsometricConstraints::linear_row_compliance`).
+    #[derive(Clone, Copy, Debug)]
+    struct Regularisation {
+        conforming: f64,
+        boundary: f64,
+        inextensible: f64,
+        /// Proximal (method of multipliers, `RowRole::Proximal`) rather than a compliance.
+        proximal: bool,
+    }
+
+    fn role(d: &[f64], proximal: bool) -> RowRole<'_> {
+        if proximal {
+            RowRole::Proximal(d)
+        } else {
+            RowRole::PerRow(d)
+        }
+    }
+
+    /// A 1 m sheet (base grid `n × n`), horizontal, pinned along one edge, falling and hanging
+    /// under gravity with the full model: inextensibility, conforming and boundary rows plus
+    /// bending `k_b`, 0.1 kg/m², backward Euler.
+    struct Hang {
+        cons: IsometricConstraints,
+        bending: QuadraticBending,
+        rows: BendingRows,
+        rest: Vec<DVec3>,
+        mass: Vec<f64>,
+        inv_mass: Vec<f64>,
+        pins: Vec<(u32, DVec3)>,
+        scale: Vec<f64>,
+        compliance: Vec<f64>,
+        proximal: bool,
+        stepper: IsometricStepper,
+        x: Vec<DVec3>,
+        v: Vec<DVec3>,
+        accel: Vec<DVec3>,
+        z_max: f64,
+    }
+
+    impl Hang {
+        fn new(n: u32, k_b: f64, reg: Regularisation) -> Self {
+            let sub = sheet(n);
+            let rest = sub.rest_positions();
+            let cons = IsometricConstraints::new(&sub, &rest).expect("constraints");
+            let bending = QuadraticBending::new(&sub, &rest, k_b).expect("bending");
+            let rows = BendingRows::new(&bending);
+            let nn = rest.len();
+            // Masses: 0.1 kg/m² × ⅓ of the incident subdivided triangle areas (METHODS-wang §0).
+            let mesh = sub.mesh();
+            let mut mass = vec![0.0; nn];
+            for t in &mesh.triangles {
+                let [a, b, c] = t.map(|i| rest[i as usize]);
+                let area = 0.5 * (b - a).cross(c - a).length();
+                for &i in t {
+                    mass[i as usize] += 0.1 * area / 3.0;
+                }
+            }
+            let z_max = rest.iter().map(|p| p.z).fold(f64::MIN, f64::max);
+            let pinned: Vec<bool> = rest.iter().map(|p| p.z >= z_max - 1e-9).collect();
+            let inv_mass: Vec<f64> = (0..nn)
+                .map(|i| if pinned[i] { 0.0 } else { 1.0 / mass[i] })
+                .collect();
+            let pins: Vec<(u32, DVec3)> = (0..nn)
+                .filter(|&i| pinned[i])
+                .map(|i| (i as u32, rest[i]))
+                .collect();
+            let topo = Topology::build(mesh).expect("topology");
+            let edges = topo.edges().to_vec();
+            let rest32: Vec<f32> = edges
+                .iter()
+                .map(|&[a, b]| (rest[a as usize] - rest[b as usize]).length() as f32)
+                .collect();
+            // Every hard row in the stopping test: strain for (3.1), |C|/ℓ_min for (3.3), (3.4).
+            let scale = cons.stopping_scales();
+            let mut compliance = vec![0.0; cons.len()];
+            cons.row_regularisation(
+                &inv_mass,
+                [reg.inextensible, reg.conforming, reg.boundary],
+                &mut compliance,
+            );
+            let res0 = rows.residual(&bending, 0.0);
+            let stepper = IsometricStepper::new(
+                &rest,
+                &mesh.triangles,
+                &edges,
+                &rest32,
+                &[&cons, &res0],
+                Integrator::BackwardEuler,
+                64,
+            );
+            Hang {
+                x: rest.clone(),
+                v: vec![DVec3::ZERO; nn],
+                accel: vec![DVec3::new(0.0, -9.81, 0.0); nn],
+                cons,
+                bending,
+                rows,
+                rest,
+                mass,
+                inv_mass,
+                pins,
+                scale,
+                compliance,
+                proximal: reg.proximal,
+                stepper,
+                z_max,
             }
         }
-        let z_max = rest.iter().map(|p| p.z).fold(f64::MIN, f64::max);
-        let pinned: Vec<bool> = rest.iter().map(|p| p.z >= z_max - 1e-9).collect();
-        let inv_mass: Vec<f64> = (0..nn)
-            .map(|i| if pinned[i] { 0.0 } else { 1.0 / mass[i] })
-            .collect();
-        let pins: Vec<(u32, DVec3)> = (0..nn)
-            .filter(|&i| pinned[i])
-            .map(|i| (i as u32, rest[i]))
-            .collect();
-        let topo = Topology::build(mesh).expect("topology");
-        let edges = topo.edges().to_vec();
-        let rest32: Vec<f32> = edges
-            .iter()
-            .map(|&[a, b]| (rest[a as usize] - rest[b as usize]).length() as f32)
-            .collect();
-        // Every hard row in the stopping test: strain for (3.1), |C|/ℓ_min for (3.3), (3.4).
-        let scale = cons.stopping_scales();
-        // A tiny compliance on the boundary rows (3.4) only: the flat start is exactly the
-        // planar redundancy of METHODS-wang §3.4 (advice of §9.3), D = 1e-4 · w of the node.
-        let mut compliance = vec![0.0; cons.len()];
-        let b = cons.range(Family::Boundary);
-        for (k, &node) in cons.boundary_vertices().iter().enumerate() {
-            for axis in 0..3 {
-                compliance[b.start + 3 * k + axis] = 1e-4 * inv_mass[node as usize];
-            }
-        }
-        let res0 = rows.residual(&bending, 0.0);
-        let mut stepper = IsometricStepper::new(
-            &rest,
-            &mesh.triangles,
-            &edges,
-            &rest32,
-            &[&cons, &res0],
-            Integrator::BackwardEuler,
-            64,
-        );
-        let settings = IsometricSettings {
-            projection: ProjectionSettings {
-                tolerance: 1e-3,
-                max_iterations: 30,
-                ..ProjectionSettings::default()
-            },
-            ..IsometricSettings::default()
-        };
-        let collision = CollisionSettings {
-            self_collision: false,
-            ..CollisionSettings::default()
-        };
-        let accel = vec![DVec3::new(0.0, -9.81, 0.0); nn];
-        let mut x = rest.clone();
-        let mut v = vec![DVec3::ZERO; nn];
-        let h = 0.01;
-        let mut max_newton = 0;
-        for step in 0..steps {
-            let h_phi = stepper.predict(h, &x, &v, &accel, &pins);
-            bending.freeze_rotation(stepper.prediction());
-            let res = rows.residual(&bending, h_phi);
+
+        /// One step of Table 3.1 (no obstacles).
+        fn step(&mut self, h: f64, settings: &IsometricSettings) -> IsometricReport {
+            let h_phi = self
+                .stepper
+                .predict(h, &self.x, &self.v, &self.accel, &self.pins);
+            self.bending.freeze_rotation(self.stepper.prediction());
+            let res = self.rows.residual(&self.bending, h_phi);
             let fams = [
                 RowFamily {
-                    set: &cons,
-                    role: RowRole::PerRow(&compliance),
+                    set: &self.cons,
+                    role: role(&self.compliance, self.proximal),
                     linear: false,
-                    scale: StrainScale::PerRow(&scale),
+                    scale: StrainScale::PerRow(&self.scale),
                 },
                 RowFamily {
                     set: &res,
@@ -785,63 +821,417 @@ mod wang_model_tests {
                     scale: StrainScale::Untested,
                 },
             ];
-            let rep = stepper.finish_step(
+            let collision = CollisionSettings {
+                self_collision: false,
+                ..CollisionSettings::default()
+            };
+            self.stepper.finish_step(
                 h,
                 &fams,
-                &settings,
+                settings,
                 &collision,
                 &ObstacleMeshes::NONE,
-                &mass,
-                &inv_mass,
-                &mut x,
-                &mut v,
+                &self.mass,
+                &self.inv_mass,
+                &mut self.x,
+                &mut self.v,
                 &mut || false,
+            )
+        }
+
+        /// Line 2 only, one Gauss–Newton iteration at a time, printing per iteration the
+        /// largest (3.1) strain, the largest (3.3) and (3.4) violations over `ℓ_min`, the PCG
+        /// iterations and final relative residual; then line 7. For the diagnosis.
+        fn step_traced(
+            &mut self,
+            h: f64,
+            settings: &ProjectionSettings,
+            newton: u32,
+        ) -> ProjectionReport {
+            let h_phi = self
+                .stepper
+                .predict(h, &self.x, &self.v, &self.accel, &self.pins);
+            self.bending.freeze_rotation(self.stepper.prediction());
+            let res = self.rows.residual(&self.bending, h_phi);
+            let fams = [
+                RowFamily {
+                    set: &self.cons,
+                    role: role(&self.compliance, self.proximal),
+                    linear: false,
+                    scale: StrainScale::PerRow(&self.scale),
+                },
+                RowFamily {
+                    set: &res,
+                    role: RowRole::Residual,
+                    linear: true,
+                    scale: StrainScale::Untested,
+                },
+            ];
+            let one = ProjectionSettings {
+                max_iterations: 1,
+                ..*settings
+            };
+            let IsometricStepper {
+                projection,
+                time,
+                x_tilde,
+                x_p,
+                ..
+            } = &mut self.stepper;
+            x_p.copy_from_slice(x_tilde);
+            if newton == 0 {
+                let rep =
+                    projection
+                        .project(&fams, x_tilde, &self.inv_mass, settings, x_p, &mut || false);
+                time.finish(h, x_p, &mut self.x, &mut self.v);
+                return rep;
+            }
+            let mut c = vec![0.0; self.cons.len()];
+            for it in 0..newton {
+                let rep =
+                    projection.project(&fams, x_tilde, &self.inv_mass, &one, x_p, &mut || false);
+                self.cons.evaluate(x_p, &mut c);
+                let worst = |f: Family| {
+                    self.cons
+                        .range(f)
+                        .map(|a| c[a].abs() / self.scale[a])
+                        .fold(0.0, f64::max)
+                };
+                eprintln!(
+                    "  GN {it}: strain {:.2e}  (3.3) {:.2e}  (3.4) {:.2e}  PCG {} it, rel. res. {:.1e}",
+                    worst(Family::Inextensibility),
+                    worst(Family::Conforming),
+                    worst(Family::Boundary),
+                    rep.cg_iterations,
+                    rep.cg_relative_residual
+                );
+            }
+            time.finish(h, x_p, &mut self.x, &mut self.v);
+            ProjectionReport::default()
+        }
+
+        /// How far the free edge hangs below the pinned edge (its highest node), m.
+        fn free_edge_drop(&self) -> f64 {
+            let top = self.rest[self.pins[0].0 as usize].y;
+            let highest_free = (0..self.rest.len())
+                .filter(|&i| self.rest[i].z <= -self.z_max + 1e-9)
+                .map(|i| self.x[i].y)
+                .fold(f64::MIN, f64::max);
+            top - highest_free
+        }
+    }
+
+    /// Smallest and largest eigenvalues of `K` (cloth rows at the first prediction, zero rows
+    /// of all-pinned constraints dropped), raw and Jacobi-scaled.
+    fn k_spectrum(n: u32, reg: Regularisation) -> (Vec<f64>, Vec<f64>) {
+        let mut s = Hang::new(n, 1e-4, reg);
+        let h = 0.01;
+        let h_phi = s.stepper.predict(h, &s.x, &s.v, &s.accel, &s.pins);
+        s.bending.freeze_rotation(s.stepper.prediction());
+        let res = s.rows.residual(&s.bending, h_phi);
+        let fams = [
+            RowFamily {
+                set: &s.cons,
+                role: role(&s.compliance, s.proximal),
+                linear: false,
+                scale: StrainScale::PerRow(&s.scale),
+            },
+            RowFamily {
+                set: &res,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ];
+        let x_tilde = s.stepper.x_tilde.clone();
+        let (rows, k, free) = s
+            .stepper
+            .projection
+            .dense_k_at(&fams, &x_tilde, &s.inv_mass);
+        let kmax = k.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = k
+            .iter()
+            .zip(&free)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-12 * kmax, "assembled K vs matrix-free: {diff}");
+        let live: Vec<usize> = (0..rows).filter(|&a| k[a * rows + a] > 0.0).collect();
+        if std::env::var("WEFT_DIAG_VEC").is_ok() {
+            eprintln!(
+                "  ranges: (3.1) {:?} (3.3) {:?} (3.4) {:?}",
+                s.cons.range(Family::Inextensibility),
+                s.cons.range(Family::Conforming),
+                s.cons.range(Family::Boundary)
             );
-            max_newton = max_newton.max(rep.first.iterations);
-            if step < 4 {
-                eprintln!("step {step}: {:?}", rep.first);
+            for (r, &[i, j]) in s.cons.pairs().iter().enumerate() {
+                let (a, b) = (s.rest[i as usize], s.rest[j as usize]);
+                eprintln!(
+                    "  row {r}: ({:.3},{:.3})-({:.3},{:.3}) w {:.0} {:.0}",
+                    a.x, a.z, b.x, b.z, s.inv_mass[i as usize], s.inv_mass[j as usize]
+                );
             }
         }
-        let top = rest[pins[0].0 as usize].y;
-        let lowest_free_edge = (0..nn)
-            .filter(|&i| rest[i].z <= -z_max + 1e-9)
-            .map(|i| x[i].y)
-            .fold(f64::MIN, f64::max);
-        (
-            top,
-            lowest_free_edge,
-            cons.max_base_edge_strain(&x),
-            max_newton,
-        )
+        let m = live.len();
+        let eig = |scaled: bool| {
+            let mat = faer::Mat::<f64>::from_fn(m, m, |r, c| {
+                let (a, b) = (live[r], live[c]);
+                let v = k[a * rows + b];
+                if scaled {
+                    v / (k[a * rows + a] * k[b * rows + b]).sqrt()
+                } else {
+                    v
+                }
+            });
+            if scaled && std::env::var("WEFT_DIAG_VEC").is_ok() {
+                let evd = mat.self_adjoint_eigen(faer::Side::Lower).expect("eig");
+                let vals = evd.S();
+                let vecs = evd.U();
+                for j in 0..3 {
+                    let col: Vec<f64> = (0..m).map(|r| vecs[(r, j)]).collect();
+                    let mx = col.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                    let big: Vec<String> = (0..m)
+                        .filter(|&r| col[r].abs() > 0.1 * mx)
+                        .map(|r| format!("{}:{:.2}", live[r], col[r] / mx))
+                        .collect();
+                    eprintln!("   eigvec {j} (eig {:.2e}): {}", vals[j], big.join(" "));
+                }
+            }
+            let mut e: Vec<f64> = mat
+                .self_adjoint_eigenvalues(faer::Side::Lower)
+                .expect("eigenvalues");
+            e.sort_by(f64::total_cmp);
+            e
+        };
+        (eig(false), eig(true))
     }
 
     #[test]
-    // Diagnosis so far: from step 0 every PCG solve stops at its 1000-iteration cap, and the
-    // error accumulates until the sheet blows up. Done: every hard row (3.1), (3.3), (3.4) is
-    // in the stopping test (`IsometricConstraints::stopping_scales`), and the PCG uses IC(0)
-    // of the assembled K (METHODS-wang §11.2). Measured at step 0 (WIP instrumentation,
-    // not committed): base 3×3, 123 rows: IC(0)-PCG 89 iterations; base 9×9, 1347 rows:
-    // 1000 iterations, relative residual 3.1e-4 with D = 1e-4·w on the (3.4) rows only; with
-    // D = 1e-4·max w on every (3.3) and (3.4) row, 629 iterations (converged, 8.6e-7). So K is
-    // nearly singular at the flat start (the planar redundancy of METHODS-wang §3.4), and
-    // IC(0) iterations grow about like the number of rows. Next: regularise the (3.3) rows as
-    // well and find why even then the condition number is so large (bending block
-    // I + h²k_b A M⁻¹ Aᵀ? pinned-edge rows?), before a stronger preconditioner.
-    #[ignore = "known failure: PCG hits its cap (IC(0) included) on the nearly singular flat \
-                start and the pinned sheet blows up; see the comment above"]
-    fn pinned_sheet_hangs_down_without_locking() {
-        let (top, free_edge, strain, newton) = hang(9, 1e-4, 150);
+    #[ignore = "diagnosis (prints): spectrum of K and per-iteration Gauss–Newton progress"]
+    fn diagnose_hanging_sheet() {
+        let variants = [
+            ("D = 0", 0.0, 0.0),
+            ("(3.4) 1e-4", 0.0, 1e-4),
+            ("(3.3)+(3.4) 1e-4", 1e-4, 1e-4),
+            ("(3.3)+(3.4) 1e-3", 1e-3, 1e-3),
+        ];
+        for n in [3u32, 5] {
+            if std::env::var("WEFT_DIAG_EIG").is_err() {
+                break;
+            }
+            for &(name, c, b) in &variants {
+                let reg = Regularisation {
+                    conforming: c,
+                    boundary: b,
+                    inextensible: 0.0,
+                    proximal: false,
+                };
+                let (raw, scaled) = k_spectrum(n, reg);
+                let m = raw.len();
+                eprintln!(
+                    "n={n} {name}: {m} rows; K eig min {:.2e} {:.2e} {:.2e} {:.2e} max {:.2e}; Jacobi-scaled min {:.2e} {:.2e} {:.2e} max {:.2e}; zero-ish (<1e-9 max) {}",
+                    raw[0],
+                    raw[1],
+                    raw[2],
+                    raw[3],
+                    raw[m - 1],
+                    scaled[0],
+                    scaled[1],
+                    scaled[2],
+                    scaled[m - 1],
+                    raw.iter().filter(|&&e| e < 1e-9 * raw[m - 1]).count()
+                );
+            }
+        }
+        let traced = [
+            ("proximal 1e-2, cg 1e-3", 1e-2, 1e-3, true),
+            ("proximal 1e-1, cg 1e-3", 1e-1, 1e-3, true),
+            ("proximal 1e-2, cg 1e-3, no majorizer", 1e-2, 1e-3, false),
+        ];
+        for n in [9u32, 17] {
+            for &(name, beta, tol, majorizer) in &traced {
+                eprintln!("n={n} {name}:");
+                let mut s = Hang::new(
+                    n,
+                    1e-4,
+                    Regularisation {
+                        conforming: beta,
+                        boundary: beta,
+                        inextensible: beta,
+                        proximal: true,
+                    },
+                );
+                let mut settings = ProjectionSettings {
+                    max_iterations: 30,
+                    curvature_majorizer: majorizer,
+                    ..ProjectionSettings::default()
+                };
+                settings.cg.tolerance = tol;
+                let (mut gn, mut cg, mut worst, mut unconverged) = (0, 0, 0.0f64, 0);
+                for step in 0..150 {
+                    let newton = if step % 50 == 0 { 4 } else { 0 };
+                    if newton > 0 {
+                        eprintln!(" step {step}");
+                    }
+                    let rep = s.step_traced(0.01, &settings, newton);
+                    gn += rep.iterations;
+                    cg += rep.cg_iterations;
+                    worst = worst.max(rep.max_violation);
+                    unconverged += u32::from(newton == 0 && !rep.converged);
+                    if step % 10 == 9 {
+                        eprintln!(
+                            "  steps ..{step}: {gn} GN, {cg} PCG, worst viol {worst:.2e}, unconverged {unconverged}, drop {:.3}, base strain {:.2e}",
+                            s.free_edge_drop(),
+                            s.cons.max_base_edge_strain(&s.x).through_midpoint
+                        );
+                        (gn, cg, worst, unconverged) = (0, 0, 0.0, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The hanging sheet with the settings of the fix: every hard row of (3.1), (3.3), (3.4)
+    /// proximal with `β = 10⁻²` (`RowRole::Proximal`), the curvature majorizer on, PCG with
+    /// IC(0) to a relative 10⁻⁴ (warm-started), strain tolerance 0.1 %, 30 Gauss–Newton
+    /// iterations at most. Returns (largest drop of the free edge, drop at the end, base-edge
+    /// strain at the end, largest Newton count, steps that missed the tolerance, total PCG).
+    fn hang_run(
+        n: u32,
+        steps: usize,
+    ) -> (
+        f64,
+        f64,
+        crate::model::isometric::BaseEdgeStrain,
+        u32,
+        u32,
+        u64,
+    ) {
+        let mut s = Hang::new(
+            n,
+            1e-4,
+            Regularisation {
+                conforming: 1e-2,
+                boundary: 1e-2,
+                inextensible: 1e-2,
+                proximal: true,
+            },
+        );
+        let mut settings = IsometricSettings {
+            projection: ProjectionSettings {
+                tolerance: 1e-3,
+                max_iterations: 30,
+                ..ProjectionSettings::default()
+            },
+            ..IsometricSettings::default()
+        };
+        settings.projection.cg.tolerance = 1e-4;
+        let (mut max_newton, mut missed, mut cg, mut max_drop) = (0, 0, 0u64, 0.0f64);
+        for step in 0..steps {
+            let rep = s.step(0.01, &settings);
+            max_newton = max_newton.max(rep.first.iterations);
+            missed += u32::from(!rep.first.converged);
+            cg += u64::from(rep.first.cg_iterations);
+            max_drop = max_drop.max(s.free_edge_drop());
+            if step % 10 == 0 {
+                eprintln!(
+                    "step {step}: Newton {}, PCG {}, violation {:.2e}, drop {:.3}",
+                    rep.first.iterations,
+                    rep.first.cg_iterations,
+                    rep.first.max_violation,
+                    s.free_edge_drop()
+                );
+            }
+        }
+        let strain = s.cons.max_base_edge_strain(&s.x);
+        (max_drop, s.free_edge_drop(), strain, max_newton, missed, cg)
+    }
+
+    /// Time per step and Newton iterations per step of the hanging sheet (settings of
+    /// `hang_run`) on a 33 × 33 and a 101 × 101 base grid (vertices per side), at 0.1 % strain
+    /// tolerance. Prints; asserts nothing about time. `cargo test --release --lib -- --ignored
+    /// --nocapture measure_hanging_sheet`.
+    #[test]
+    #[ignore = "measurement (slow; prints time per step)"]
+    fn measure_hanging_sheet() {
+        for (n, steps) in [(33u32, 10usize), (101, 1)] {
+            let mut s = Hang::new(
+                n,
+                1e-4,
+                Regularisation {
+                    conforming: 1e-2,
+                    boundary: 1e-2,
+                    inextensible: 1e-2,
+                    proximal: true,
+                },
+            );
+            let mut settings = IsometricSettings {
+                projection: ProjectionSettings {
+                    tolerance: 1e-3,
+                    max_iterations: 30,
+                    ..ProjectionSettings::default()
+                },
+                ..IsometricSettings::default()
+            };
+            settings.projection.cg.tolerance = 1e-4;
+            let (mut newton, mut cg, mut missed) = (0u64, 0u64, 0u32);
+            let t0 = std::time::Instant::now();
+            for step in 0..steps {
+                let t = std::time::Instant::now();
+                let rep = s.step(0.01, &settings);
+                eprintln!(
+                    "  {n}: step {step}: {:.2} s, Newton {}, PCG {}, violation {:.2e}",
+                    t.elapsed().as_secs_f64(),
+                    rep.first.iterations,
+                    rep.first.cg_iterations,
+                    rep.first.max_violation
+                );
+                newton += u64::from(rep.first.iterations);
+                cg += u64::from(rep.first.cg_iterations);
+                missed += u32::from(!rep.first.converged);
+            }
+            let dt = t0.elapsed().as_secs_f64() / steps as f64;
+            eprintln!(
+                "base {n}x{n} ({} nodes, {} rows): {steps} steps, {:.3} s/step, {:.1} Newton/step, {:.0} PCG/step, {missed} steps over tolerance, drop {:.3}",
+                s.x.len(),
+                s.stepper.projection.num_cloth_rows(),
+                dt,
+                newton as f64 / steps as f64,
+                cg as f64 / steps as f64,
+                s.free_edge_drop()
+            );
+        }
+    }
+
+    #[test]
+    fn pinned_sheet_swings_down_without_locking_or_blowing_up() {
+        let (max_drop, drop, strain, newton, missed, cg) = hang_run(9, 150);
         eprintln!(
-            "hanging sheet: free edge {:.3} m below the pinned edge, base-edge strain {:.2e} (through midpoint) {:.2e} (end to end), max Newton {newton}",
-            top - free_edge,
-            strain.through_midpoint,
-            strain.end_to_end
+            "hanging sheet: free edge down to {max_drop:.3} m below the pinned edge ({drop:.3} at the end), base-edge strain {:.2e} (through midpoint) {:.2e} (end to end), max Newton {newton}, steps over tolerance {missed}/150, PCG total {cg}",
+            strain.through_midpoint, strain.end_to_end
         );
-        assert!(
-            top - free_edge >= 0.8,
-            "free edge only {} m below",
-            top - free_edge
-        );
+        // It swings down to vertical (no locking) and stays finite; most steps meet the 0.1 %
+        // strain tolerance (the misses are at the bottom of the swing, at the Newton cap).
+        assert!(max_drop >= 0.8, "free edge only {max_drop} m below");
+        assert!(drop.is_finite() && strain.end_to_end < 0.2, "{strain:?}");
+        assert!(missed <= 30, "{missed} steps over the tolerance");
+    }
+
+    #[test]
+    // Diagnosis (diagnose_hanging_sheet, this branch): (1) K had exact null vectors at the
+    // flat start even with every linear row regularised: a straight chain of (3.1) rows
+    // parallel to the pinned edge, anchored at both ends by middle triangles with two pinned
+    // red nodes, is a self-stress, and it stays straight while the sheet bends about that
+    // edge; an inconsistent right-hand side on it stalls PCG (rel. residual 1e-4..1e-3 at the
+    // 1000 cap). Fixed by a proximal D = 1e-2·(JWJᵀ)_aa on every hard row (RowRole::Proximal):
+    // PCG now needs 5–40 iterations. (2) Once the sheet carries its weight, Gauss–Newton
+    // oscillated (|λ|/ℓ ≫ m on the top rows): fixed by the curvature majorizer. What still
+    // fails: the base-edge strain through the midpoint is 2–9 % during the swing (6.9e-2 at
+    // step 150) although every (3.1) row is within 0.1 %: black nodes follow the mean
+    // extrapolation (3.3), and the rigid middle triangles fold at the red nodes (low k_b);
+    // the sheet also still swings at step 150 (free edge 0.79 m below, 1.0 m at most).
+    #[ignore = "known failure: base-edge strain 2–9 % during the swing (see the comment above)"]
+    fn pinned_sheet_hangs_down_without_locking() {
+        let (max_drop, _, strain, _, _, _) = hang_run(9, 150);
+        assert!(max_drop >= 0.8, "free edge only {max_drop} m below");
         assert!(strain.through_midpoint <= 1e-3 * 1.05, "{strain:?}");
     }
 }

@@ -41,6 +41,14 @@
 //!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
 //!   strain) and over the hard contact rows (`scale = contact_length`), or the Newton cap, or
 //!   the deadline. Residual and soft rows are not tested (their "violation" is the physics).
+//! - Redundant hard rows (the planar redundancy of METHODS-wang §3.4, and self-stresses such as
+//!   a straight chain of distance rows between two pinned nodes, which survives any bending
+//!   about the chain) make `K` singular and the linearised rows inconsistent; PCG then stalls
+//!   at its cap. [`RowRole::Proximal`] regularises such rows with a `D` in `K` and `D λ⁻` on
+//!   the right-hand side (the method of multipliers), so they are hard at convergence.
+//! - Gauss–Newton drops the constraint curvature `Σ λ ∇²C`; under heavy tension
+//!   (`|λ|/ℓ ≫ m`) it diverges. [`ProjectionSettings::curvature_majorizer`] adds a diagonal
+//!   upper bound of that term as a proximal mass (fixed point unchanged).
 //! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
 //!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
@@ -69,6 +77,16 @@ pub enum RowRole<'a> {
     PerRow(&'a [f64]),
     /// Residual rows of a potential `h² Φ = ½‖r‖²`, `D = 1` (Wang 2012 eq. 3.19, eq. 3.25).
     Residual,
+    /// Hard rows solved with a per-row proximal regularisation `D_a ≥ 0` (the method of
+    /// multipliers): each Gauss–Newton iteration solves eq. 3.30 with this `D` in `K` and
+    /// `D λ⁻` added to the right-hand side, `λ⁻` the warm start (previous iteration, previous
+    /// step). A row then holds `J_a x + d_a = D_a (λ_a − λ⁻_a)` (eq. 3.30 with the penalty
+    /// centred on `λ⁻`, the augmented-Lagrangian update), so at a fixed point of the iteration
+    /// the row is exactly hard, while `K` keeps the `D` that makes it positive definite when
+    /// the hard rows are redundant (METHODS-wang §3.4, §7.5). Unlike [`RowRole::PerRow`] no
+    /// violation `D λ` is left over, whatever the load on the row. Tested by the stopping test
+    /// like hard rows.
+    Proximal(&'a [f64]),
 }
 
 impl RowRole<'_> {
@@ -77,11 +95,11 @@ impl RowRole<'_> {
         match self {
             RowRole::Hard => out.fill(0.0),
             RowRole::Compliant(d) => out.fill(d.max(0.0)),
-            RowRole::PerRow(d) => {
+            RowRole::PerRow(d) | RowRole::Proximal(d) => {
                 assert_eq!(
                     d.len(),
                     out.len(),
-                    "RowRole::PerRow: one compliance per row"
+                    "RowRole::PerRow/Proximal: one compliance per row"
                 );
                 for (o, &d) in out.iter_mut().zip(d) {
                     *o = d.max(0.0);
@@ -94,7 +112,7 @@ impl RowRole<'_> {
     /// Whether some row is soft (then a feasible start is not the minimiser).
     fn any_soft(self) -> bool {
         match self {
-            RowRole::Hard => false,
+            RowRole::Hard | RowRole::Proximal(_) => false,
             RowRole::Compliant(d) => d > 0.0,
             RowRole::PerRow(d) => d.iter().any(|&d| d > 0.0),
             RowRole::Residual => true,
@@ -145,8 +163,8 @@ pub struct ContactRow {
 /// Preconditioner of the PCG solves (METHODS-wang §11.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Preconditioner {
-    /// `diag(K)`: cheap, matrix-free, but too weak once the conforming rows (3.3) and the
-    /// bending residual rows are in `K` (the hanging sheet needs > 1000 iterations).
+    /// `diag(K)`: cheap, matrix-free, but weak once the conforming rows (3.3) and the
+    /// bending residual rows are in `K`.
     Jacobi,
     /// IC(0) of the cloth block of `K`, assembled on the [`SymCsr`] pattern built at creation
     /// and factored every Gauss–Newton iteration; contact rows get Jacobi (a block-diagonal
@@ -168,6 +186,11 @@ pub struct ProjectionSettings {
     pub contact_length: f64,
     /// Preconditioner of the linear solves.
     pub preconditioner: Preconditioner,
+    /// Add a diagonal majorizer of the constraint curvature `Σ λ_a ∇²C_a` of distance rows to
+    /// the model Hessian (see [`GaussNewtonProjection::project`]); the fixed point is
+    /// unchanged. Without it the iteration diverges once the tension `|λ|/ℓ` of the rows
+    /// exceeds the node masses (a hanging sheet).
+    pub curvature_majorizer: bool,
 }
 
 impl Default for ProjectionSettings {
@@ -181,6 +204,7 @@ impl Default for ProjectionSettings {
             },
             contact_length: 1e-2,
             preconditioner: Preconditioner::default(),
+            curvature_majorizer: true,
         }
     }
 }
@@ -194,6 +218,9 @@ pub struct ProjectionReport {
     pub max_violation: f64,
     /// PCG iterations summed over the Gauss–Newton iterations.
     pub cg_iterations: u32,
+    /// Relative preconditioned residual `‖b − K z‖_P / ‖b‖_P` at the end of the last PCG solve
+    /// (0 when no solve ran).
+    pub cg_relative_residual: f64,
     /// The stopping test held.
     pub converged: bool,
     /// The deadline stopped it.
@@ -227,6 +254,10 @@ pub struct GaussNewtonProjection {
     /// The cloth block of `K`, assembled for the IC(0) preconditioner.
     k_cloth: SymCsr,
     ic: IncompleteCholesky,
+    /// Per vertex, this iteration: `w' = 1/(m + g)` and the target `x̂ = (m x̃ + g x⁽ˢ⁾)/(m + g)`,
+    /// `g` the curvature majorizer (`w' = w`, `x̂ = x̃` without it).
+    w_eff: Vec<f64>,
+    x_hat: Vec<DVec3>,
 }
 
 impl GaussNewtonProjection {
@@ -308,6 +339,8 @@ impl GaussNewtonProjection {
             pcg: ScalarPcgWorkspace::new(total),
             k_cloth,
             ic,
+            w_eff: vec![0.0; num_vertices],
+            x_hat: vec![DVec3::ZERO; num_vertices],
         }
     }
 
@@ -454,6 +487,7 @@ impl GaussNewtonProjection {
                     f.set.gradients(x, g);
                 }
             }
+            self.model_hessian(settings.curvature_majorizer, x_target, inv_mass, x);
             let GaussNewtonProjection {
                 topo,
                 gradients,
@@ -466,8 +500,11 @@ impl GaussNewtonProjection {
                 pcg,
                 k_cloth,
                 ic,
+                w_eff,
+                x_hat,
                 ..
             } = self;
+            let (inv_mass, x_target) = (&w_eff[..], &x_hat[..]);
             let mut op = KOperator {
                 topo,
                 gradients,
@@ -477,6 +514,14 @@ impl GaussNewtonProjection {
                 u,
             };
             op.build_rhs(&values[..rows], x_target, x, &mut rhs[..rows]);
+            // Proximal rows: `+ D λ⁻`, the warm start still in `z` (RowRole::Proximal).
+            for (i, f) in families.iter().enumerate() {
+                if let RowRole::Proximal(_) = f.role {
+                    for a in topo.family_rows[i]..topo.family_rows[i + 1] {
+                        rhs[a] += diag[a] * z[a];
+                    }
+                }
+            }
             let z = &mut z[..rows];
             let cg = match settings.preconditioner {
                 Preconditioner::Jacobi => {
@@ -510,6 +555,7 @@ impl GaussNewtonProjection {
                 }
             };
             report.cg_iterations += cg.iterations;
+            report.cg_relative_residual = cg.relative_residual;
             report.iterations += 1;
             if cg.indefinite || !cg.relative_residual.is_finite() {
                 report.linear_solve_failed = true;
@@ -524,6 +570,67 @@ impl GaussNewtonProjection {
             });
         }
         report
+    }
+
+    /// The diagonal model Hessian and target of this iteration (`w_eff`, `x_hat`).
+    ///
+    /// Gauss–Newton drops the constraint curvature `Σ_a λ_a ∇²C_a` from the Hessian of the
+    /// Lagrangian (METHODS-wang §6.2); the iteration `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z` then converges only
+    /// while that term is small against `M`, i.e. while `|λ_a| / ℓ_a ≲ m` on distance rows.
+    /// A hanging sheet breaks this: the top rows carry the weight of the sheet, `|λ|/(ℓ m)`
+    /// grows like the number of nodes below, and the iterates oscillate with growing strain.
+    /// **Choice** (not in the thesis): add the proximal term `½ ‖x − x⁽ˢ⁾‖²_Γ` with the diagonal
+    /// `Γ_v = Σ_{a ∋ v} 2|λ_a| / ℓ_a`, a Gershgorin upper bound of the curvature of the
+    /// distance rows at `v` (`∇²C_a = P_a/ℓ_a` on the pair, `P_a = I − u uᵀ`), with `λ` the
+    /// warm start (previous iteration or step). The model Hessian `M + Γ` stays diagonal, so
+    /// the step is the same solve with `w' = 1/(m + Γ)` and target
+    /// `x̂ = (m x̃ + Γ x⁽ˢ⁾)/(m + Γ)`; the term vanishes at a fixed point `x⁽ˢ⁺¹⁾ = x⁽ˢ⁾`, so the
+    /// converged positions are those of eq. 3.25. A distance row is recognised by its stencil:
+    /// two vertices with opposite unit gradients (`‖x_i − x_j‖ − d`, eq. 3.1); a linear row of
+    /// that shape would only get a needless (and harmless) majorizer.
+    fn model_hessian(&mut self, on: bool, x_target: &[DVec3], inv_mass: &[f64], x: &[DVec3]) {
+        let w_eff = &mut self.w_eff;
+        let x_hat = &mut self.x_hat;
+        w_eff.copy_from_slice(inv_mass);
+        x_hat.copy_from_slice(x_target);
+        if !on {
+            return;
+        }
+        // Γ accumulated into `u` (scratch, overwritten by the solve), rows in order.
+        let gamma = &mut self.u;
+        gamma.iter_mut().for_each(|g| *g = DVec3::ZERO);
+        let t = &self.topo;
+        for a in 0..t.num_cloth_rows() {
+            let (e0, e1) = (
+                t.stencil_offsets[a] as usize,
+                t.stencil_offsets[a + 1] as usize,
+            );
+            if e1 != e0 + 2 || self.z[a] == 0.0 {
+                continue;
+            }
+            let (g0, g1) = (self.gradients[e0], self.gradients[e0 + 1]);
+            if (g0 + g1).length_squared() > 1e-20 || (g0.length_squared() - 1.0).abs() > 1e-9 {
+                continue;
+            }
+            let (v0, v1) = (
+                t.stencil_vertices[e0] as usize,
+                t.stencil_vertices[e0 + 1] as usize,
+            );
+            let l = (x[v0] - x[v1]).length();
+            if l > 0.0 {
+                let c = 2.0 * self.z[a].abs() / l;
+                gamma[v0].x += c;
+                gamma[v1].x += c;
+            }
+        }
+        for v in 0..w_eff.len() {
+            let g = gamma[v].x;
+            if inv_mass[v] > 0.0 && g > 0.0 {
+                let m = 1.0 / inv_mass[v];
+                w_eff[v] = 1.0 / (m + g);
+                x_hat[v] = (m * x_target[v] + g * x[v]) / (m + g);
+            }
+        }
     }
 
     /// `values = C(x)` for every family and contact row.
@@ -985,6 +1092,150 @@ mod tests {
         }
     }
 
+    /// A heavy vertical chain (`n` nodes, spacing 1 cm) pinned at the top, predicted 2 cm
+    /// lower with sideways noise: the top rows carry `|λ|/ℓ ≈ n m · 2 cm / 1 cm`, far above
+    /// the node mass, the regime where plain Gauss–Newton oscillates.
+    fn heavy_chain(n: usize) -> (Vec<DVec3>, Vec<[u32; 2]>, Vec<f64>, Vec<DVec3>) {
+        let x0: Vec<DVec3> = (0..n)
+            .map(|i| DVec3::new(0.0, -0.01 * i as f64, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let mut inv_mass = vec![1.0; n];
+        inv_mass[0] = 0.0;
+        let mut rng = SplitMix64::new(11);
+        let target = x0
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i == 0 {
+                    *p
+                } else {
+                    *p + DVec3::new(0.0, -0.02, 0.0) + rng.vec3(0.003)
+                }
+            })
+            .collect();
+        (x0, edges, inv_mass, target)
+    }
+
+    #[test]
+    fn proximal_rows_and_curvature_majorizer_keep_the_fixed_point() {
+        // RowRole::Proximal and the majorizer change the iteration, not its fixed point: the
+        // same positions as plain hard rows (METHODS-wang §7.6), on a net where plain
+        // Gauss–Newton converges.
+        let (x0, edges) = grid(6, 0.05, false);
+        let set = EdgeLengths::new(&edges, &x0);
+        let mut inv_mass = vec![1.0; x0.len()];
+        inv_mass[0] = 0.0;
+        let mut rng = SplitMix64::new(5);
+        let target: Vec<DVec3> = x0
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i == 0 {
+                    *p
+                } else {
+                    *p + DVec3::new(0.0, -0.004, 0.0) + rng.vec3(0.002)
+                }
+            })
+            .collect();
+        let prox: Vec<f64> = edges
+            .iter()
+            .map(|&[i, j]| 1e-2 * (inv_mass[i as usize] + inv_mass[j as usize]))
+            .collect();
+        // Tolerance 0: a fixed number of iterations. The stopping test checks feasibility
+        // only, so a slower (majorized) iteration would stop feasible but short of the
+        // minimiser; the fixed point is what is compared here.
+        let tight = |majorizer: bool| ProjectionSettings {
+            tolerance: 0.0,
+            max_iterations: 300,
+            cg: PcgSettings {
+                max_iterations: 2000,
+                tolerance: 1e-13,
+            },
+            curvature_majorizer: majorizer,
+            ..ProjectionSettings::default()
+        };
+        let run = |role: RowRole<'_>, majorizer: bool| {
+            let mut proj = GaussNewtonProjection::new(x0.len(), &[&set], 0);
+            let fam = RowFamily {
+                set: &set,
+                role,
+                linear: false,
+                scale: StrainScale::PerRow(&set.rest),
+            };
+            let mut x = target.clone();
+            let rep = proj.project(
+                &[fam],
+                &target,
+                &inv_mass,
+                &tight(majorizer),
+                &mut x,
+                &mut || false,
+            );
+            assert!(
+                rep.max_violation <= 1e-12 && !rep.linear_solve_failed,
+                "{role:?} {majorizer}: {rep:?}"
+            );
+            x
+        };
+        let reference = run(RowRole::Hard, false);
+        for (role, majorizer) in [
+            (RowRole::Hard, true),
+            (RowRole::Proximal(&prox), false),
+            (RowRole::Proximal(&prox), true),
+        ] {
+            let x = run(role, majorizer);
+            for (a, b) in x.iter().zip(&reference) {
+                assert!(
+                    (*a - *b).length() <= 1e-10,
+                    "{role:?} {majorizer}: {a} vs {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn curvature_majorizer_converges_under_heavy_tension() {
+        let (x0, edges, inv_mass, target) = heavy_chain(40);
+        let set = EdgeLengths::new(&edges, &x0);
+        let run = |majorizer: bool| {
+            let mut proj = GaussNewtonProjection::new(x0.len(), &[&set], 0);
+            let settings = ProjectionSettings {
+                tolerance: 1e-6,
+                max_iterations: 30,
+                curvature_majorizer: majorizer,
+                cg: PcgSettings {
+                    max_iterations: 1000,
+                    tolerance: 1e-10,
+                },
+                ..ProjectionSettings::default()
+            };
+            let mut x = target.clone();
+            let mut rep = ProjectionReport::default();
+            // Two steps' worth: the second starts with the multipliers of the first.
+            for _ in 0..2 {
+                x.copy_from_slice(&target);
+                rep = proj.project(
+                    &[hard(&set)],
+                    &target,
+                    &inv_mass,
+                    &settings,
+                    &mut x,
+                    &mut || false,
+                );
+            }
+            rep
+        };
+        let plain = run(false);
+        let majorized = run(true);
+        eprintln!("plain {plain:?}\nmajorized {majorized:?}");
+        assert!(majorized.converged, "{majorized:?}");
+        assert!(
+            !plain.converged || plain.iterations > majorized.iterations,
+            "{plain:?} vs {majorized:?}"
+        );
+    }
+
     #[test]
     fn grid_converges_to_the_constraint_manifold_and_pins_hold() {
         let n = 8;
@@ -1255,5 +1506,50 @@ mod tests {
                 .zip(&b)
                 .all(|(p, q)| p.to_array().map(f64::to_bits) == q.to_array().map(f64::to_bits))
         );
+    }
+}
+
+#[cfg(test)]
+impl GaussNewtonProjection {
+    /// Test hook: the cloth block of `K` at `x` (gradients and `D` as [`Self::project`] sets
+    /// them), assembled on the [`SymCsr`] pattern and applied matrix-free, both dense row-major.
+    pub(crate) fn dense_k_at(
+        &mut self,
+        families: &[RowFamily<'_>],
+        x: &[DVec3],
+        inv_mass: &[f64],
+    ) -> (usize, Vec<f64>, Vec<f64>) {
+        let rows = self.num_cloth_rows();
+        for (i, f) in families.iter().enumerate() {
+            f.role.fill_diagonal(
+                &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
+            );
+            let g =
+                &mut self.gradients[self.topo.family_entries[i]..self.topo.family_entries[i + 1]];
+            f.set.gradients(x, g);
+        }
+        self.k_cloth
+            .assemble(&self.gradients, inv_mass, &self.diag[..rows]);
+        let assembled = self.k_cloth.to_dense();
+        let mut op = KOperator {
+            topo: &self.topo,
+            gradients: &self.gradients,
+            diag: &self.diag[..rows],
+            contacts: &[],
+            inv_mass,
+            u: &mut self.u,
+        };
+        let mut free = vec![0.0; rows * rows];
+        let mut e = vec![0.0; rows];
+        let mut col = vec![0.0; rows];
+        for b in 0..rows {
+            e[b] = 1.0;
+            op.apply(&e, &mut col);
+            e[b] = 0.0;
+            for a in 0..rows {
+                free[a * rows + b] = col[a];
+            }
+        }
+        (rows, assembled, free)
     }
 }

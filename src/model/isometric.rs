@@ -452,6 +452,44 @@ impl IsometricConstraints {
         s
     }
 
+    /// Per-row regularisation `D` of Wang 2012 eq. 3.30, written into `out` (one entry per row of
+    /// the set): `D_a = β_f (J W Jᵀ)_aa`, with `β_f` = `beta[0]` on the (3.1) rows (where
+    /// `(J W Jᵀ)_aa = w_i + w_j`), `beta[1]` on the (3.3) rows and `beta[2]` on the (3.4) rows
+    /// (`Σ_l w_l c_l²` over the stencil `(l, c_l)`).
+    ///
+    /// This is METHODS-wang §9.3's `D = β w_p` generalised from one-node contact rows (where
+    /// `(J W Jᵀ)_aa = w_p`) to stencil rows: dimensionless `β`, independent of density and
+    /// resolution, `K_aa = (1 + β)(J W Jᵀ)_aa`, and the eigenvalues of the Jacobi-scaled `K`
+    /// are bounded below by about `β / (1 + β)` on the constraint rows whatever the redundancy
+    /// of METHODS-wang §3.4. Rows whose nodes are all pinned get 0 (the solver drops them,
+    /// §7.5). Used as a compliance ([`RowRole::PerRow`]) the row keeps a violation `D λ`; used
+    /// as a proximal weight ([`RowRole::Proximal`]) it is hard at convergence. Allocates
+    /// nothing.
+    ///
+    /// [`RowRole::PerRow`]: crate::integrate::projection::RowRole::PerRow
+    /// [`RowRole::Proximal`]: crate::integrate::projection::RowRole::Proximal
+    ///
+    /// # Panics
+    /// If `inv_mass` is not one entry per node or `out` not one entry per row.
+    pub fn row_regularisation(&self, inv_mass: &[f64], beta: [f64; 3], out: &mut [f64]) {
+        assert_eq!(inv_mass.len(), self.num_nodes, "one inverse mass per node");
+        assert_eq!(out.len(), self.len(), "one regularisation per row");
+        for (o, &[i, j]) in out.iter_mut().zip(&self.pairs) {
+            *o = beta[0].max(0.0) * (inv_mass[i as usize] + inv_mass[j as usize]);
+        }
+        let n_in = self.pairs.len();
+        for c in 0..self.linear_offsets.len() - 1 {
+            let b = if c < self.num_black { beta[1] } else { beta[2] };
+            let r = self.linear_offsets[c] as usize..self.linear_offsets[c + 1] as usize;
+            let kaa: f64 = self.linear_nodes[r.clone()]
+                .iter()
+                .zip(&self.linear_weights[r])
+                .map(|(&l, &w)| inv_mass[l as usize] * w * w)
+                .sum();
+            out[n_in + 3 * c..n_in + 3 * c + 3].fill(b.max(0.0) * kaa);
+        }
+    }
+
     /// Maximum strain of the base mesh edges, through the red node and end to end (METHODS-wang
     /// §10, Wang 2012 Fig. 4.2). Base edges of zero rest length are skipped.
     #[must_use]
@@ -878,6 +916,34 @@ mod tests {
         let s = c.max_base_edge_strain(&y);
         assert!(s.end_to_end < 1e-14);
         assert!((s.through_midpoint - (2f64.sqrt() - 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn row_regularisation_is_beta_times_the_diagonal_of_jwjt() {
+        let (_, rest, c) = build(&grid_mesh(3, 4, Diagonals::Regular));
+        let mut rng = SplitMix64::new(21);
+        let x: Vec<DVec3> = rest.iter().map(|p| *p + rng.vec3(0.01)).collect();
+        let mut w: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
+        w[0] = 0.0;
+        let mut g = vec![DVec3::ZERO; c.stencil_vertices().len()];
+        c.gradients(&x, &mut g);
+        let beta = [1e-2, 3e-3, 7e-4];
+        let mut d = vec![0.0; c.len()];
+        c.row_regularisation(&w, beta, &mut d);
+        let o = c.stencil_offsets();
+        let v = c.stencil_vertices();
+        for (f, b) in [
+            (Family::Inextensibility, beta[0]),
+            (Family::Conforming, beta[1]),
+            (Family::Boundary, beta[2]),
+        ] {
+            for a in c.range(f) {
+                let kaa: f64 = (o[a] as usize..o[a + 1] as usize)
+                    .map(|e| w[v[e] as usize] * g[e].length_squared())
+                    .sum();
+                assert!((d[a] - b * kaa).abs() <= 1e-12 * kaa.max(1.0), "row {a}");
+            }
+        }
     }
 
     #[test]
