@@ -770,7 +770,7 @@ fn cloth_desc(
                 file: file.to_string(),
                 line: find_key_line(text, "cloth", ci, "cloth"),
                 key: format!("cloth[{ci}]"),
-                message: "give exactly one of `grid`, `obj` and `icosphere`".into(),
+                message: "give exactly one of `grid` and `obj` (or `icosphere`)".into(),
             });
         }
     };
