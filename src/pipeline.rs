@@ -46,6 +46,10 @@ pub fn substep(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
+    if cloth.isometric.is_some() {
+        advance_isometric(cloth, obstacles, settings, h, deadline, stats);
+        return;
+    }
     let limit = cloth
         .system
         .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
@@ -79,6 +83,81 @@ pub fn substep(
             stats,
         );
     }
+}
+
+/// One substep of an isometric cloth (Wang 2012 Table 3.1, `integrate::isometric_cloth`):
+///
+/// ```text
+/// kinematics   pins move to their targets at t + h; gravity, wind
+/// solve        predict, project, collide, contact rows, project, collide, velocity
+///              (the collision sub-stage times go to `collide_ms` as for Baraff–Witkin)
+/// ```
+///
+/// No step control (the thesis has none; the strain tolerance is the projection's stopping
+/// test) and no analytic contact filters: colliders act through their tessellations in the
+/// collision stage, with their own friction (the world passes those coefficients).
+fn advance_isometric(
+    cloth: &mut Cloth,
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) {
+    let t = Instant::now();
+    let z = profile::zone(Stage::Kinematics);
+    for pin in &mut cloth.pins {
+        pin.target += pin.velocity * h;
+    }
+    let gravity = settings.gravity;
+    for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
+        *f = *m * gravity;
+    }
+    if let Some(wind) = &settings.wind {
+        let (x, v) = (cloth.state.positions(), cloth.state.velocities());
+        wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
+    }
+    let t = lap(stats, Stage::Kinematics, t);
+    z.end();
+    let z = profile::zone(Stage::Solve);
+    let Some(model) = cloth.isometric.as_mut() else {
+        return;
+    };
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    let budget = settings.budget;
+    let mut should_stop = || deadline.passed();
+    let report = model.step(
+        h,
+        x,
+        v,
+        mass,
+        inv_mass,
+        &cloth.external,
+        cloth.air_damping,
+        &cloth.pins,
+        &cloth.collision_settings,
+        obstacles,
+        budget.newton_max_iterations,
+        budget.cg_max_iterations,
+        &mut should_stop,
+    );
+    stats.add_collisions(&report.collide_first);
+    if let Some(c) = &report.collide_second {
+        stats.add_collisions(c);
+    }
+    // PCG iterations of every Gauss–Newton iteration (`cg_max_iterations`: the largest sum of one
+    // substep, the projector reports no per-solve count); a failed linear solve (non-positive
+    // curvature or a non-finite value) counts as indefinite.
+    stats.cg_iterations += report.pcg_iterations;
+    stats.cg_max_iterations = stats.cg_max_iterations.max(report.pcg_iterations);
+    stats.cg_indefinite += report.linear_failures;
+    stats.newton_iterations += report.newton_iterations;
+    stats.newton_max_iterations = stats.newton_max_iterations.max(report.newton_iterations);
+    stats.newton_unconverged += report.unconverged;
+    stats.contact_rows += report.contact_nodes;
+    lap(stats, Stage::Solve, t);
+    z.end();
+    stats.substeps += 1;
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -19,6 +19,7 @@ use crate::collide::subdivision::{
 use crate::collide::track::{Track, TrackError};
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
+use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
 use crate::runtime::budget::{Budget, Clock, Deadline, Governor, SystemClock};
@@ -125,6 +126,9 @@ pub enum ClothError {
         /// The vertex.
         vertex: u32,
     },
+    /// The isometric model (Wang 2012) cannot be built on this mesh or with these settings.
+    #[error(transparent)]
+    Isometric(#[from] IsometricClothError),
 }
 
 /// A simulation failure: a lost invariant.
@@ -272,6 +276,9 @@ pub struct Cloth {
     pub(crate) air_damping: f32,
     pub(crate) collision_settings: CollisionSettings,
     pub(crate) collision: ClothCollision,
+    /// The isometric model (Wang 2012) when the cloth uses it: the state is then its subdivided
+    /// mesh, and `system` is only the Baraff–Witkin rest data of that mesh (unused by the step).
+    pub(crate) isometric: Option<Box<IsometricCloth>>,
 }
 
 impl Cloth {
@@ -345,7 +352,41 @@ impl Cloth {
             air_damping: desc.air_damping,
             collision_settings: desc.collision,
             collision,
+            isometric: None,
         })
+    }
+
+    /// Builds a cloth integrated by the isometric model of Wang 2012 (`crate::integrate::
+    /// isometric_cloth`): `desc.mesh` is the input (base) mesh; the cloth's state, triangles,
+    /// edges and every output are its 4:1 subdivision, black nodes first with the input's vertex
+    /// indices (so `desc.pins`, given on the input mesh, pin black nodes). Masses are the areal
+    /// density times ⅓ of the incident subdivided triangles' rest areas (METHODS-wang §0).
+    /// `desc.model` (Baraff–Witkin) is not used by the step.
+    pub fn new_isometric(desc: ClothDesc, iso: IsometricDesc) -> Result<Self, ClothError> {
+        desc.mesh.validate()?;
+        let nv = desc.mesh.num_vertices();
+        if let Some(&p) = desc.pins.iter().find(|&&p| p as usize >= nv) {
+            return Err(ClothError::Parameter {
+                name: "pins",
+                message: format!("pinned vertex {p} out of range (the cloth has {nv} vertices)"),
+            });
+        }
+        let model = IsometricCloth::new(&desc.mesh, iso).map_err(|e| match e {
+            IsometricClothError::Mesh(m) => ClothError::Mesh(m),
+            other => ClothError::Isometric(other),
+        })?;
+        let mut cloth = Cloth::new(ClothDesc {
+            mesh: model.mesh().clone(),
+            ..desc
+        })?;
+        cloth.isometric = Some(Box::new(model));
+        Ok(cloth)
+    }
+
+    /// The isometric model, when this cloth uses it.
+    #[must_use]
+    pub fn isometric(&self) -> Option<&IsometricCloth> {
+        self.isometric.as_deref()
     }
 
     /// Name.
@@ -405,7 +446,11 @@ impl Cloth {
             .zip(self.state.masses())
             .map(|(p, m)| -f64::from(*m) * f64::from(gravity.dot(*p)))
             .sum();
-        self.state.kinetic_energy() + potential + self.system.elastic_energy(x)
+        let elastic = match &self.isometric {
+            Some(iso) => iso.bending_energy(),
+            None => self.system.elastic_energy(x),
+        };
+        self.state.kinetic_energy() + potential + elastic
     }
 }
 
@@ -496,6 +541,10 @@ pub struct World {
     obstacle_x1: Vec<Vec3>,
     obstacle_friction: Vec<f32>,
     obstacle_thickness: Vec<f32>,
+    /// Per obstacle vertex, the Coulomb coefficient the collision stage applies to isometric
+    /// cloths: `obstacle_friction`, except on analytic colliders' tessellations, which carry the
+    /// collider's own coefficient (an isometric cloth has no analytic contact filters to apply it).
+    obstacle_contact_friction: Vec<f32>,
     /// Keyframe tracks driving colliders and obstacle meshes.
     tracks: Vec<(Animated, Track)>,
     clock: Arc<dyn Clock>,
@@ -526,6 +575,7 @@ impl World {
             obstacle_x1: Vec::new(),
             obstacle_friction: Vec::new(),
             obstacle_thickness: Vec::new(),
+            obstacle_contact_friction: Vec::new(),
             tracks: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
@@ -577,7 +627,28 @@ impl World {
 
     /// Adds a cloth; returns its index.
     pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<usize, ClothError> {
-        let mut cloth = Cloth::new(desc)?;
+        let cloth = Cloth::new(desc)?;
+        Ok(self.push_cloth(cloth))
+    }
+
+    /// Adds a cloth integrated by the isometric model of Wang 2012 ([`Cloth::new_isometric`]);
+    /// returns its index.
+    pub fn add_isometric_cloth(
+        &mut self,
+        desc: ClothDesc,
+        iso: IsometricDesc,
+    ) -> Result<usize, ClothError> {
+        let cloth = Cloth::new_isometric(desc, iso)?;
+        Ok(self.push_cloth(cloth))
+    }
+
+    fn push_cloth(&mut self, mut cloth: Cloth) -> usize {
+        if let Some(iso) = cloth.isometric.as_mut() {
+            iso.collision_mut()
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            iso.collision_mut()
+                .set_obstacle_thickness(&self.obstacle_thickness);
+        }
         cloth
             .collision
             .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
@@ -585,7 +656,7 @@ impl World {
             .collision
             .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
-        Ok(self.cloths.len() - 1)
+        self.cloths.len() - 1
     }
 
     /// Adds a triangle-mesh obstacle; returns its index. Every cloth's
@@ -614,12 +685,20 @@ impl World {
             .resize(offset + n, obstacle.desc.friction.max(0.0));
         self.obstacle_thickness
             .resize(offset + n, obstacle.desc.thickness);
+        self.obstacle_contact_friction
+            .resize(offset + n, obstacle.desc.friction.max(0.0));
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
         for c in &mut self.cloths {
             c.collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
             c.collision.set_obstacle_thickness(&self.obstacle_thickness);
+            if let Some(iso) = c.isometric.as_mut() {
+                iso.collision_mut()
+                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+                iso.collision_mut()
+                    .set_obstacle_thickness(&self.obstacle_thickness);
+            }
         }
         Ok(self.obstacles.len() - 1)
     }
@@ -658,6 +737,8 @@ impl World {
             // surface; its tessellation adds nothing.
             thickness: 0.0,
         })?;
+        let range = self.obstacles[obstacle].offset..self.obstacle_x0.len();
+        self.obstacle_contact_friction[range].fill(desc.friction.max(0.0));
         self.colliders.push(Collider {
             desc,
             pose: desc.pose,
@@ -791,7 +872,7 @@ impl World {
         for k in 0..substeps {
             // The gusting wind is sampled at the start of each substep and
             // held steady through it.
-            let mut settings = self.settings;
+            let mut settings = settings;
             if let Some(w) = settings.wind.as_mut() {
                 w.velocity = w.velocity_at(self.time + f64::from(h) * f64::from(k));
                 w.gust = 0.0;
@@ -813,6 +894,12 @@ impl World {
                 s0: 0.0,
                 s1: 1.0,
             };
+            // Isometric cloths have no analytic contact filters: the collision stage applies
+            // the colliders' friction on their tessellations.
+            let obstacles_isometric = ObstacleMeshes {
+                friction: &self.obstacle_contact_friction,
+                ..obstacles
+            };
             // The cloths are independent within a substep (no contact
             // between different cloths), so they step in parallel, each
             // with its own statistics and its own copy of the deadline; the
@@ -823,11 +910,16 @@ impl World {
                 .par_iter_mut()
                 .zip(self.cloth_stats.par_iter_mut())
                 .for_each(|(cloth, cloth_stats)| {
+                    let obstacles = if cloth.isometric.is_some() {
+                        &obstacles_isometric
+                    } else {
+                        &obstacles
+                    };
                     let mut deadline = frame_deadline.clone();
                     pipeline::substep(
                         cloth,
                         views,
-                        &obstacles,
+                        obstacles,
                         &settings,
                         h,
                         &mut deadline,
@@ -859,6 +951,13 @@ impl World {
                 });
             }
             stats.max_strain = stats.max_strain.max(c.max_strain());
+            if let Some(iso) = &c.isometric {
+                let strain = iso.base_edge_strain();
+                stats.base_strain_midpoint =
+                    stats.base_strain_midpoint.max(strain.through_midpoint);
+                stats.base_strain_end_to_end = stats.base_strain_end_to_end.max(strain.end_to_end);
+                stats.bending_energy += iso.bending_energy();
+            }
             if self.settings.energy_stats {
                 stats.energy += c.total_energy(self.settings.gravity);
             }
@@ -1015,7 +1114,8 @@ impl World {
         self.obstacle_x0.drain(range.clone());
         self.obstacle_x1.drain(range.clone());
         self.obstacle_friction.drain(range.clone());
-        self.obstacle_thickness.drain(range);
+        self.obstacle_thickness.drain(range.clone());
+        self.obstacle_contact_friction.drain(range);
         let tris = first_tri..first_tri + o.desc.mesh.num_triangles();
         self.obstacle_tris.drain(tris);
         let shift = n as u32;
@@ -1034,6 +1134,12 @@ impl World {
             c.collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
             c.collision.set_obstacle_thickness(&self.obstacle_thickness);
+            if let Some(iso) = c.isometric.as_mut() {
+                iso.collision_mut()
+                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+                iso.collision_mut()
+                    .set_obstacle_thickness(&self.obstacle_thickness);
+            }
         }
     }
 

@@ -181,6 +181,14 @@ fn crowd_frames_do_not_allocate() {
     assert_eq!(n, 0, "crowd: {n} heap allocations in 3 frames");
 }
 
+/// The isometric model (Wang 2012, `samples/stiff-sheet.toml`): Gauss–Newton projections with
+/// IC(0)-PCG, contact rows from the preallocated pool, both collision passes of Table 3.1.
+#[test]
+fn isometric_stiff_sheet_frames_do_not_allocate() {
+    let n = steady_state_allocations("stiff-sheet.toml", 2, 12, 2);
+    assert_eq!(n, 0, "stiff-sheet: {n} heap allocations in 2 frames");
+}
+
 /// A perturbed `nx × ny` grid with alternating diagonals: positions,
 /// velocities, unique edges and rest lengths (the initial lengths shrunk by
 /// 10 %, so every edge starts stretched and the limiter has work to do).

@@ -388,6 +388,11 @@ fn run(
         header.push(',');
         header.push_str(c);
     }
+    // Isometric model (Wang 2012); zeros for Baraff–Witkin cloths.
+    header.push_str(
+        ",newton_iterations,newton_max,newton_unconverged,contact_rows,\
+         base_strain_midpoint,base_strain_end_to_end,bending_energy_j",
+    );
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -576,6 +581,17 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
     for ms in s.collide_ms.values() {
         write!(w, ",{ms:.4}")?;
     }
+    write!(
+        w,
+        ",{},{},{},{},{:.6e},{:.6e},{:.6e}",
+        s.newton_iterations,
+        s.newton_max_iterations,
+        s.newton_unconverged,
+        s.contact_rows,
+        s.base_strain_midpoint,
+        s.base_strain_end_to_end,
+        s.bending_energy
+    )?;
     writeln!(w)
 }
 
@@ -605,6 +621,9 @@ struct Summary {
     deadline_misses: usize,
     rejected_substeps: u32,
     cg_unconverged: u32,
+    max_base_strain_midpoint: f64,
+    max_base_strain_end_to_end: f64,
+    newton_unconverged: u32,
     state_hash: u64,
     failed: bool,
 }
@@ -632,6 +651,15 @@ impl Summary {
             deadline_misses: all.iter().filter(|x| x.deadline_hit).count(),
             rejected_substeps: all.iter().map(|x| x.rejected_substeps).sum(),
             cg_unconverged: all.iter().map(|x| x.cg_unconverged).sum(),
+            max_base_strain_midpoint: all
+                .iter()
+                .map(|x| x.base_strain_midpoint)
+                .fold(0.0, f64::max),
+            max_base_strain_end_to_end: all
+                .iter()
+                .map(|x| x.base_strain_end_to_end)
+                .fold(0.0, f64::max),
+            newton_unconverged: all.iter().map(|x| x.newton_unconverged).sum(),
             state_hash,
             failed,
         }
@@ -656,6 +684,9 @@ impl Summary {
             "deadline_misses": self.deadline_misses,
             "rejected_substeps": self.rejected_substeps,
             "cg_unconverged_solves": self.cg_unconverged,
+            "max_base_strain_midpoint": self.max_base_strain_midpoint,
+            "max_base_strain_end_to_end": self.max_base_strain_end_to_end,
+            "newton_unconverged_projections": self.newton_unconverged,
             "state_hash": format!("{:016x}", self.state_hash),
             "failed": self.failed,
         });

@@ -86,6 +86,7 @@ impl From<ClothError> for FfiError {
                 S::WEFT_STATUS_INVALID_MESH
             }
             ClothError::Parameter { .. } => S::WEFT_STATUS_INVALID_ARGUMENT,
+            ClothError::Isometric(_) => S::WEFT_STATUS_INVALID_ARGUMENT,
         };
         Self::new(status, e.to_string())
     }

@@ -7,4 +7,5 @@ pub mod bdf2;
 pub mod contact;
 pub mod implicit_euler;
 pub mod isometric;
+pub mod isometric_cloth;
 pub mod projection;

@@ -54,6 +54,21 @@ pub struct FrameStats {
     pub pool_overflows: u32,
     /// The CG cap this frame ran with (the governor's, or the budget's).
     pub cg_cap: u32,
+    /// Isometric cloths (Wang 2012): Gauss–Newton iterations, summed over every projection.
+    pub newton_iterations: u32,
+    /// Isometric cloths: the largest Gauss–Newton iteration count of one substep.
+    pub newton_max_iterations: u32,
+    /// Isometric cloths: projections that stopped at the Newton cap or the deadline.
+    pub newton_unconverged: u32,
+    /// Isometric cloths: nodes given contact rows (Table 3.1 line 4), summed over substeps.
+    pub contact_rows: u32,
+    /// Isometric cloths: largest base-edge strain at the end of the frame, measured through the
+    /// edge's red node, `(‖x_p − x_m‖ + ‖x_m − x_q‖)/ℓ − 1` (METHODS-wang §10).
+    pub base_strain_midpoint: f64,
+    /// Isometric cloths: largest base-edge strain end to end, `‖x_p − x_q‖/ℓ − 1`.
+    pub base_strain_end_to_end: f64,
+    /// Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
+    pub bending_energy: f64,
 }
 
 impl FrameStats {
@@ -97,6 +112,13 @@ impl FrameStats {
         self.largest_zone = self.largest_zone.max(o.largest_zone);
         self.last_resorts += o.last_resorts;
         self.pool_overflows += o.pool_overflows;
+        self.newton_iterations += o.newton_iterations;
+        self.newton_max_iterations = self.newton_max_iterations.max(o.newton_max_iterations);
+        self.newton_unconverged += o.newton_unconverged;
+        self.contact_rows += o.contact_rows;
+        self.base_strain_midpoint = self.base_strain_midpoint.max(o.base_strain_midpoint);
+        self.base_strain_end_to_end = self.base_strain_end_to_end.max(o.base_strain_end_to_end);
+        self.bending_energy += o.bending_energy;
     }
 
     /// Folds one solve's outcome in.

@@ -67,6 +67,9 @@ pub enum ModelKind {
     /// Baraff–Witkin 1998 implicit cloth.
     #[default]
     BaraffWitkin,
+    /// Wang 2012 isometric cloth on the 4:1 subdivided mesh (`[solver.isometric]`,
+    /// `[cloth.isometric]`).
+    Isometric,
 }
 
 /// Jacobian treatment.
@@ -106,6 +109,9 @@ pub struct SolverSection {
     /// substeps longer than its step limit (§4.9) split in halves.
     #[serde(default)]
     pub bending_integration: BendingIntegrationKind,
+    /// Settings of the isometric model (read when `model = "isometric"`).
+    #[serde(default)]
+    pub isometric: IsometricSolverSection,
 }
 
 /// `[solver] bending_integration`.
@@ -140,8 +146,163 @@ impl Default for SolverSection {
             max_stretch_change: default_stretch_change(),
             max_halvings: default_halvings(),
             bending_integration: BendingIntegrationKind::default(),
+            isometric: IsometricSolverSection::default(),
         }
     }
+}
+
+/// `[solver.isometric]`: the Gauss–Newton projection and the step of Wang 2012 (Table 3.1).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IsometricSolverSection {
+    /// Strain tolerance ε (fraction): the Gauss–Newton stopping test (METHODS-wang §11.3).
+    #[serde(default = "default_strain_tolerance")]
+    pub strain_tolerance: f64,
+    /// Gauss–Newton iteration cap per projection (the budget's Newton cap).
+    #[serde(default = "default_newton_max")]
+    pub newton_max_iterations: u32,
+    /// PCG iteration cap per Gauss–Newton iteration (the budget's CG cap).
+    #[serde(default = "default_iso_cg_max")]
+    pub cg_max_iterations: u32,
+    /// PCG relative tolerance.
+    #[serde(default = "default_iso_cg_tol")]
+    pub cg_tolerance: f64,
+    /// `"staggered"` (project, then collide) or `"simultaneous"` (contacts as constraints).
+    #[serde(default)]
+    pub coupling: CouplingKind,
+    /// `"backward-euler"` or `"bdf2"`.
+    #[serde(default)]
+    pub integrator: IntegratorKind,
+    /// Target of the second projection: `"prediction"` (x̃) or `"collided"` (x_c).
+    #[serde(default)]
+    pub second_target: SecondTargetKind,
+    /// β of the tangential contact rows, D = β w_p (dimensionless; 0 = hard friction).
+    #[serde(default = "default_friction_compliance")]
+    pub friction_compliance: f64,
+    /// β_b of the boundary rows (3.4), D = β_b w_k (dimensionless; 0 = hard).
+    #[serde(default = "default_boundary_compliance")]
+    pub boundary_compliance: f64,
+    /// β_c of the conforming rows (3.3), D = β_c w_k (dimensionless; 0 = hard).
+    #[serde(default)]
+    pub conforming_compliance: f64,
+}
+
+impl Default for IsometricSolverSection {
+    fn default() -> Self {
+        Self {
+            strain_tolerance: default_strain_tolerance(),
+            newton_max_iterations: default_newton_max(),
+            cg_max_iterations: default_iso_cg_max(),
+            cg_tolerance: default_iso_cg_tol(),
+            coupling: CouplingKind::default(),
+            integrator: IntegratorKind::default(),
+            second_target: SecondTargetKind::default(),
+            friction_compliance: default_friction_compliance(),
+            boundary_compliance: default_boundary_compliance(),
+            conforming_compliance: 0.0,
+        }
+    }
+}
+
+fn default_strain_tolerance() -> f64 {
+    1e-3
+}
+fn default_newton_max() -> u32 {
+    20
+}
+fn default_iso_cg_max() -> u32 {
+    1000
+}
+fn default_iso_cg_tol() -> f64 {
+    1e-6
+}
+fn default_friction_compliance() -> f64 {
+    1e-3
+}
+fn default_boundary_compliance() -> f64 {
+    1e-4
+}
+
+/// `[solver.isometric] coupling`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CouplingKind {
+    /// Table 3.1 lines 1–3, 7.
+    Staggered,
+    /// All of Table 3.1.
+    #[default]
+    Simultaneous,
+}
+
+/// `[solver.isometric] integrator`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntegratorKind {
+    /// First order.
+    #[default]
+    BackwardEuler,
+    /// Second order (backward Euler on the first step).
+    Bdf2,
+}
+
+/// `[solver.isometric] second_target`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecondTargetKind {
+    /// The prediction x̃.
+    #[default]
+    Prediction,
+    /// The collided positions x_c.
+    Collided,
+}
+
+/// `[cloth.isometric]`: the cloth's material under the isometric model.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IsometricClothSection {
+    /// Bending stiffness k_b (J; Wang 2012 eq. 3.5).
+    #[serde(default = "default_bending_stiffness")]
+    pub bending_stiffness: f64,
+    /// `"input"` (rest curvature of the input mesh, eq. 3.8) or `"flat"` (eq. 3.5).
+    #[serde(default)]
+    pub rest_shape: RestShapeKind,
+}
+
+impl Default for IsometricClothSection {
+    fn default() -> Self {
+        Self {
+            bending_stiffness: default_bending_stiffness(),
+            rest_shape: RestShapeKind::default(),
+        }
+    }
+}
+
+fn default_bending_stiffness() -> f64 {
+    1e-5
+}
+
+/// `[cloth.isometric] rest_shape`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RestShapeKind {
+    /// Flat rest state.
+    Flat,
+    /// The input mesh's curvature.
+    #[default]
+    Input,
+}
+
+/// `[cloth.icosphere]`: a closed icosphere cloth (a shell).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IcosphereSection {
+    /// Radius (m).
+    pub radius: f32,
+    /// Subdivisions of the icosahedron (0 = 20 triangles, each level × 4).
+    pub subdivisions: u32,
+    /// Centre (m).
+    #[serde(default)]
+    pub centre: [f32; 3],
 }
 
 fn default_cg_max() -> u32 {
@@ -189,8 +350,12 @@ pub struct ClothSection {
     pub grid: Option<GridSection>,
     /// An OBJ file, relative to the scene file.
     pub obj: Option<String>,
-    /// A generated open tube (a sleeve); exactly one of `grid`, `obj` and `tube`.
+    /// A generated open tube (a sleeve); exactly one of `grid`, `obj`, `tube` and `icosphere`.
     pub tube: Option<TubeSection>,
+    /// A generated closed icosphere (exactly one of `grid`, `obj`, `tube` and `icosphere`).
+    pub icosphere: Option<IcosphereSection>,
+    /// Isometric material (only with `[solver] model = "isometric"`; defaults apply when absent).
+    pub isometric: Option<IsometricClothSection>,
     /// Placement applied to the mesh.
     #[serde(default)]
     pub transform: TransformSection,

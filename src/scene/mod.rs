@@ -22,6 +22,7 @@ use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
 use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSettings, RestAngles};
+use crate::integrate::isometric_cloth::IsometricDesc;
 use crate::linalg::PcgSettings;
 use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file, tube};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
@@ -333,12 +334,26 @@ impl Scene {
             energy_stats: false,
             wind,
         };
+        let settings = isometric_budget(sf, settings).map_err(|(key, message)| {
+            value_err(
+                "solver.isometric",
+                0,
+                key,
+                format!("solver.isometric.{key}"),
+                message,
+            )
+        })?;
         let mut entities = hecs::World::new();
         let mut order = 0u32;
         let base = path.parent().unwrap_or_else(|| Path::new("."));
         for (ci, c) in sf.cloths.iter().enumerate() {
             let desc = cloth_desc(c, ci, sf, base, &file, text)?;
-            entities.spawn((SpawnOrder(order), desc));
+            let e = entities.spawn((SpawnOrder(order), desc));
+            if let Some(iso) = isometric_desc(c, ci, sf, &file, text)? {
+                entities
+                    .insert_one(e, iso)
+                    .expect("the entity was just spawned");
+            }
             order += 1;
         }
         for (ki, k) in sf.colliders.iter().enumerate() {
@@ -415,15 +430,19 @@ impl Scene {
     /// Creates the simulation world: cloths then colliders, in file order.
     pub fn instantiate(&self) -> Result<World, SceneError> {
         let mut world = World::new(self.settings);
-        let mut cloths: Vec<(SpawnOrder, ClothDesc)> = self
+        let mut cloths: Vec<(SpawnOrder, ClothDesc, Option<IsometricDesc>)> = self
             .entities
-            .query::<(&SpawnOrder, &ClothDesc)>()
+            .query::<(&SpawnOrder, &ClothDesc, Option<&IsometricDesc>)>()
             .iter()
-            .map(|(o, d)| (*o, d.clone()))
+            .map(|(o, d, iso)| (*o, d.clone(), iso.copied()))
             .collect();
-        cloths.sort_by_key(|(o, _)| *o);
-        for (i, (_, desc)) in cloths.into_iter().enumerate() {
-            world.add_cloth(desc).map_err(|source| SceneError::Cloth {
+        cloths.sort_by_key(|(o, _, _)| *o);
+        for (i, (_, desc, iso)) in cloths.into_iter().enumerate() {
+            let added = match iso {
+                Some(iso) => world.add_isometric_cloth(desc, iso),
+                None => world.add_cloth(desc),
+            };
+            added.map_err(|source| SceneError::Cloth {
                 file: self.path.display().to_string(),
                 key: format!("cloth[{i}]"),
                 source,
@@ -685,7 +704,7 @@ fn cloth_desc(
         source,
     };
     let mut mesh = match (&c.grid, &c.obj, &c.tube) {
-        (None, None, Some(tb)) => tube_mesh(tb).map_err(|e| match e {
+        (None, None, Some(tb)) if c.icosphere.is_none() => tube_mesh(tb).map_err(|e| match e {
             MeshError::InvalidParameter { name, message } => {
                 // The generator's `around`/`along` are the two entries of `vertices`.
                 let k = if matches!(name, "around" | "along") {
@@ -697,7 +716,7 @@ fn cloth_desc(
             }
             other => mesh_err(other),
         })?,
-        (Some(g), None, None) => {
+        (Some(g), None, None) if c.icosphere.is_none() => {
             let (u_axis, v_axis) = match g.plane {
                 GridPlane::Xz => (Vec3::X, Vec3::NEG_Z),
                 GridPlane::Xy => (Vec3::X, Vec3::Y),
@@ -739,16 +758,31 @@ fn cloth_desc(
             }
             mesh
         }
-        (None, Some(obj), None) => {
+        (None, Some(obj), None) if c.icosphere.is_none() => {
             let p = base.join(obj);
             read_obj_file(&p).map_err(mesh_err)?
+        }
+        (None, None, None) if c.icosphere.is_some() => {
+            let s = c.icosphere.as_ref().expect("matched on is_some");
+            if !s.centre.iter().all(|v| v.is_finite()) {
+                return Err(verr("cloth.icosphere", "centre", "must be finite".into()));
+            }
+            let mut mesh =
+                crate::mesh::icosphere(s.radius, s.subdivisions).map_err(|e| match e {
+                    MeshError::InvalidParameter { name, message } => {
+                        verr("cloth.icosphere", name, message)
+                    }
+                    other => mesh_err(other),
+                })?;
+            mesh.transform(Affine3A::from_translation(Vec3::from_array(s.centre)));
+            mesh
         }
         _ => {
             return Err(SceneError::Value {
                 file: file.to_string(),
                 line: find_key_line(text, "cloth", ci, "cloth"),
                 key: format!("cloth[{ci}]"),
-                message: "give exactly one of `grid` and `obj` or `tube`".into(),
+                message: "give exactly one of `grid` and `obj` or `tube` or `icosphere`".into(),
             });
         }
     };
@@ -1080,4 +1114,121 @@ fn collider_desc(k: &ColliderSection) -> Result<ColliderDesc, (&'static str, Str
         },
         friction: k.friction,
     })
+}
+
+/// Checks `[solver.isometric]` and, for `model = "isometric"`, makes its caps the world budget's
+/// (the Baraff–Witkin `cg_max_iterations` does not apply to that model); an error is (key,
+/// message).
+fn isometric_budget(
+    sf: &SceneFile,
+    mut settings: WorldSettings,
+) -> Result<WorldSettings, (&'static str, String)> {
+    let s = &sf.solver.isometric;
+    if !(s.strain_tolerance.is_finite() && s.strain_tolerance > 0.0 && s.strain_tolerance < 1.0) {
+        return Err((
+            "strain_tolerance",
+            format!("must be in (0, 1), got {}", s.strain_tolerance),
+        ));
+    }
+    if s.newton_max_iterations == 0 {
+        return Err(("newton_max_iterations", "must be at least 1".into()));
+    }
+    if s.cg_max_iterations == 0 {
+        return Err(("cg_max_iterations", "must be at least 1".into()));
+    }
+    if !(s.cg_tolerance.is_finite() && s.cg_tolerance > 0.0 && s.cg_tolerance < 1.0) {
+        return Err((
+            "cg_tolerance",
+            format!("must be in (0, 1), got {}", s.cg_tolerance),
+        ));
+    }
+    for (key, v) in [
+        ("friction_compliance", s.friction_compliance),
+        ("boundary_compliance", s.boundary_compliance),
+        ("conforming_compliance", s.conforming_compliance),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err((key, format!("must be finite and >= 0, got {v}")));
+        }
+    }
+    if sf.solver.model == file::ModelKind::Isometric {
+        settings.budget.cg_max_iterations = s.cg_max_iterations;
+        settings.budget.newton_max_iterations = s.newton_max_iterations;
+    }
+    Ok(settings)
+}
+
+/// The isometric model of a cloth when `[solver] model = "isometric"` (its `[cloth.isometric]`
+/// material, defaults when absent, and `[solver.isometric]`); `None` for Baraff–Witkin, where a
+/// `[cloth.isometric]` section is an error.
+fn isometric_desc(
+    c: &ClothSection,
+    ci: usize,
+    sf: &SceneFile,
+    file: &str,
+    text: &str,
+) -> Result<Option<IsometricDesc>, SceneError> {
+    use crate::integrate::bdf2::Integrator;
+    use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
+    use crate::integrate::isometric_cloth::RestShape;
+    use crate::integrate::projection::ProjectionSettings;
+    use file::{CouplingKind, IntegratorKind, ModelKind, RestShapeKind, SecondTargetKind};
+    let verr = |k: &str, message: String| SceneError::Value {
+        file: file.to_string(),
+        line: find_key_line(text, "cloth.isometric", ci, k),
+        key: format!("cloth[{ci}].isometric.{k}"),
+        message,
+    };
+    if sf.solver.model != ModelKind::Isometric {
+        return match c.isometric {
+            Some(_) => Err(SceneError::Value {
+                file: file.to_string(),
+                line: find_key_line(text, "cloth", ci, "isometric"),
+                key: format!("cloth[{ci}].isometric"),
+                message: "only with `[solver] model = \"isometric\"`".into(),
+            }),
+            None => Ok(None),
+        };
+    }
+    let m = c.isometric.clone().unwrap_or_default();
+    if !(m.bending_stiffness.is_finite() && m.bending_stiffness >= 0.0) {
+        return Err(verr(
+            "bending_stiffness",
+            format!("must be finite and >= 0, got {}", m.bending_stiffness),
+        ));
+    }
+    let s = &sf.solver.isometric;
+    let mut projection = ProjectionSettings {
+        tolerance: s.strain_tolerance,
+        max_iterations: s.newton_max_iterations,
+        ..ProjectionSettings::default()
+    };
+    projection.cg.max_iterations = s.cg_max_iterations;
+    projection.cg.tolerance = s.cg_tolerance;
+    Ok(Some(IsometricDesc {
+        bending_stiffness: m.bending_stiffness,
+        rest_shape: match m.rest_shape {
+            RestShapeKind::Flat => RestShape::Flat,
+            RestShapeKind::Input => RestShape::Input,
+        },
+        boundary_compliance: s.boundary_compliance,
+        conforming_compliance: s.conforming_compliance,
+        integrator: match s.integrator {
+            IntegratorKind::BackwardEuler => Integrator::BackwardEuler,
+            IntegratorKind::Bdf2 => Integrator::Bdf2,
+        },
+        step: IsometricSettings {
+            projection,
+            coupling: match s.coupling {
+                CouplingKind::Staggered => Coupling::Staggered,
+                CouplingKind::Simultaneous => Coupling::Simultaneous,
+            },
+            second_target: match s.second_target {
+                SecondTargetKind::Prediction => SecondTarget::Prediction,
+                SecondTargetKind::Collided => SecondTarget::Collided,
+            },
+            friction_compliance: Some(s.friction_compliance),
+            ..IsometricSettings::default()
+        },
+    }))
 }

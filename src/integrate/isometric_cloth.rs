@@ -1,0 +1,635 @@
+//! One isometric cloth as the world steps it (Wang 2012): the 4:1 subdivision of its input mesh,
+//! the constraints of eq. 3.1–3.4, the quadratic bending of eq. 3.5–3.8 and the Table 3.1 step
+//! ([`IsometricStepper`]), behind one `step` call on the world's `f32` state.
+//!
+//! # What the world sees
+//!
+//! The world's cloth state is the **subdivided conforming mesh**: black nodes `0..V` are the
+//! input vertices (same indices, so pins given on the input mesh pin black nodes), red nodes
+//! `V..V+E` the input edges' midpoints. Everything downstream of the state — the OBJ files of
+//! `weft run`, `state_hash`, the C ABI's position and normal readback, the collision stage — uses
+//! that mesh (DESIGN.md "CLI": "for the isometric model the subdivided conforming mesh").
+//!
+//! # State in `f64`
+//!
+//! The Gauss–Newton projection and the BDF2 history work in `f64` (the constraints are held to
+//! 0.1 % strain on centimetre edges). This type keeps `f64` copies of positions and velocities;
+//! the world's `f32` state is written from them after every step. A host edit of the `f32`
+//! state between steps (a teleport, a pin target) is detected per node — the `f32` value no
+//! longer equals the rounded `f64` one — and taken over, so edits are never lost and an
+//! untouched node keeps its full precision.
+//!
+//! # Choices
+//!
+//! - **Rest shape** ([`RestShape`]): `Input` uses the rest curvature `δ = L y⁰` of the input mesh
+//!   (Wang 2012 eq. 3.8). `Flat` is Bergou's flat rest state (eq. 3.5, `δ = 0`) on interior red
+//!   nodes; on boundary red nodes `δ = L y⁰` is kept, because `(L y⁰)_i ≠ 0` there even for a
+//!   flat sheet (METHODS-wang §4.2, ambiguity #10), so a flat sheet at rest has zero energy either
+//!   way. For a flat input the two are identical.
+//! - **Regularisation** (Wang 2012 eq. 3.30, METHODS-wang §3.4, §9.3 advice): the boundary rows
+//!   (3.4) get `D = β_b w_k` and the conforming rows (3.3) `D = β_c w_k` (`w_k` the inverse mass of
+//!   their black node; 0 on pins, so pinned rows stay hard). The thesis puts `D` only on friction
+//!   rows; without it the flat start is singular (the planar redundancy of §3.4).
+//! - **Forces**: gravity, wind and air drag `−c m v` are explicit accelerations in the prediction
+//!   `x̃ = xⁿ + h vⁿ + h² a` (METHODS-wang §0).
+//! - **Collision stage**: `collide::resolve` on the subdivided mesh, as the stepper runs it; the
+//!   strain limiter of that stage is switched off (the inextensibility rows are the strain limit,
+//!   and its velocity changes would be read as contacts by line 4 of Table 3.1).
+//! - **Budget**: the Newton and PCG caps are the smaller of this cloth's and the world budget's;
+//!   the deadline is asked before every Gauss–Newton iteration and inside every PCG (the
+//!   collision fail-safe runs regardless).
+#![deny(unsafe_code)]
+// Per-node loops index several parallel arrays by the node number.
+#![allow(clippy::needless_range_loop)]
+
+use glam::{DVec3, Vec3};
+
+use super::bdf2::Integrator;
+use super::contact::PinTarget;
+use super::isometric::{IsometricReport, IsometricSettings, IsometricStepper};
+use super::projection::{RowFamily, RowRole, StrainScale};
+use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
+use crate::mesh::{MeshError, NO_TRIANGLE, Subdivision, Topology, TriMesh, subdivide};
+use crate::model::constraint::ConstraintSet;
+use crate::model::isometric::{BaseEdgeStrain, Family, IsometricConstraints, IsometricError};
+use crate::model::quadratic_bending::{BendingError, QuadraticBending};
+
+/// The rest shape of the bending energy (Wang 2012 eq. 3.5 vs eq. 3.8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RestShape {
+    /// Flat rest state on interior red nodes (eq. 3.5; see the module doc for the boundary).
+    Flat,
+    /// The input mesh's curvature, `δ = L y⁰` (eq. 3.8).
+    #[default]
+    Input,
+}
+
+/// Everything an isometric cloth needs besides its mesh and the world's cloth settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IsometricDesc {
+    /// Bending stiffness `k_b` (J, ≥ 0; Wang 2012 eq. 3.5, Table 4.1).
+    pub bending_stiffness: f64,
+    /// Rest shape of the bending energy.
+    pub rest_shape: RestShape,
+    /// `β_b`: compliance of the boundary rows (3.4), `D = β_b w_k` (dimensionless, ≥ 0).
+    pub boundary_compliance: f64,
+    /// `β_c`: compliance of the conforming rows (3.3), `D = β_c w_k` (dimensionless, ≥ 0).
+    pub conforming_compliance: f64,
+    /// Backward Euler or BDF2.
+    pub integrator: Integrator,
+    /// The step: tolerances, caps, coupling, friction compliance.
+    pub step: IsometricSettings,
+}
+
+impl Default for IsometricDesc {
+    fn default() -> Self {
+        IsometricDesc {
+            bending_stiffness: 1e-3,
+            rest_shape: RestShape::Input,
+            boundary_compliance: 1e-4,
+            conforming_compliance: 0.0,
+            integrator: Integrator::BackwardEuler,
+            step: IsometricSettings::default(),
+        }
+    }
+}
+
+/// Why an isometric cloth could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IsometricClothError {
+    /// The input mesh cannot be subdivided.
+    #[error(transparent)]
+    Mesh(#[from] MeshError),
+    /// The constraints cannot be built (a non-manifold boundary vertex, a degenerate triangle).
+    #[error(transparent)]
+    Constraints(#[from] IsometricError),
+    /// The bending operator cannot be built.
+    #[error(transparent)]
+    Bending(#[from] BendingError),
+    /// A setting is out of range.
+    #[error("isometric setting `{name}`: {message}")]
+    Parameter {
+        /// The setting.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// What the last step of one isometric cloth did (summed over both projections of Table 3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IsometricStepStats {
+    /// Gauss–Newton iterations (lines 2 and 5).
+    pub newton_iterations: u32,
+    /// PCG iterations over all Gauss–Newton iterations.
+    pub pcg_iterations: u32,
+    /// Projections that stopped at the Newton cap or the deadline before the tolerance.
+    pub unconverged: u32,
+    /// Projections whose linear solve failed (non-positive curvature, non-finite value).
+    pub linear_failures: u32,
+    /// Largest scaled constraint violation left by the last projection.
+    pub max_violation: f64,
+    /// Nodes given contact rows (line 4).
+    pub contact_nodes: u32,
+    /// The collision stage of line 3.
+    pub collide_first: CollisionStats,
+    /// The collision stage of line 6, when it ran.
+    pub collide_second: Option<CollisionStats>,
+}
+
+impl IsometricStepStats {
+    fn from_report(r: &IsometricReport) -> Self {
+        let mut s = IsometricStepStats {
+            contact_nodes: r.contact_nodes,
+            collide_first: r.collide_first,
+            collide_second: r.collide_second,
+            ..Self::default()
+        };
+        for p in std::iter::once(&r.first).chain(r.second.as_ref()) {
+            s.newton_iterations += p.iterations;
+            s.pcg_iterations += p.cg_iterations;
+            s.unconverged += u32::from(!p.converged);
+            s.linear_failures += u32::from(p.linear_solve_failed);
+            s.max_violation = p.max_violation;
+        }
+        s
+    }
+}
+
+/// The bending residual rows `r_B = h_Φ √k_b M_cr^{-1/2} (L y − T δ̂)` (Wang 2012 eq. 3.19 with the
+/// corrections of METHODS-wang §7.1), where `δ̂ = δ` on red nodes that keep their rest curvature
+/// and 0 elsewhere ([`RestShape`]). The same rows as `integrate::isometric::BendingRows` plus that
+/// per-node mask.
+#[derive(Clone, Debug)]
+struct CurvatureRows {
+    offsets: Vec<u32>,
+    vertices: Vec<u32>,
+    /// `(M_cr)_ii^{-1/2} L_ij` per stencil entry.
+    coeff: Vec<f64>,
+    /// `(M_cr)_ii^{-1/2}` per red node, times 0 where `δ̂_i = 0`.
+    delta_weight: Vec<f64>,
+}
+
+impl CurvatureRows {
+    fn new(bending: &QuadraticBending, keep_delta: &[bool]) -> Self {
+        let l = bending.laplacian();
+        let nb = bending.first_red_node() as u32;
+        let mut offsets = vec![0u32];
+        let mut vertices = Vec::new();
+        let mut coeff = Vec::new();
+        let mut delta_weight = Vec::with_capacity(keep_delta.len());
+        for (i, (&m, &keep)) in bending.cr_mass().iter().zip(keep_delta).enumerate() {
+            let s = 1.0 / m.sqrt();
+            delta_weight.push(if keep { s } else { 0.0 });
+            let (cols, vals) = l.row(i);
+            for _axis in 0..3 {
+                vertices.extend(cols.iter().map(|&j| nb + j));
+                coeff.extend(vals.iter().map(|&v| s * v));
+                offsets.push(vertices.len() as u32);
+            }
+        }
+        CurvatureRows {
+            offsets,
+            vertices,
+            coeff,
+            delta_weight,
+        }
+    }
+}
+
+/// [`CurvatureRows`] for one step: the potential weight and `T δ` of the frozen rotation.
+#[derive(Clone, Copy)]
+struct CurvatureResidual<'a> {
+    rows: &'a CurvatureRows,
+    t_delta: &'a [DVec3],
+    scale: f64,
+}
+
+impl ConstraintSet for CurvatureResidual<'_> {
+    fn len(&self) -> usize {
+        self.rows.offsets.len() - 1
+    }
+    fn stencil_offsets(&self) -> &[u32] {
+        &self.rows.offsets
+    }
+    fn stencil_vertices(&self) -> &[u32] {
+        &self.rows.vertices
+    }
+    fn evaluate(&self, x: &[DVec3], c: &mut [f64]) {
+        let r = self.rows;
+        for (a, ca) in c.iter_mut().enumerate() {
+            let (i, axis) = (a / 3, a % 3);
+            let ly: f64 = (r.offsets[a] as usize..r.offsets[a + 1] as usize)
+                .map(|e| r.coeff[e] * x[r.vertices[e] as usize][axis])
+                .sum();
+            *ca = self.scale * (ly - r.delta_weight[i] * self.t_delta[i][axis]);
+        }
+    }
+    fn gradients(&self, _x: &[DVec3], g: &mut [DVec3]) {
+        let r = self.rows;
+        for a in 0..self.len() {
+            for e in r.offsets[a] as usize..r.offsets[a + 1] as usize {
+                let mut v = DVec3::ZERO;
+                v[a % 3] = self.scale * r.coeff[e];
+                g[e] = v;
+            }
+        }
+    }
+}
+
+/// One isometric cloth: subdivision, constraints, bending, the Table 3.1 stepper and its `f64`
+/// state (see the module doc). Built once; a step allocates nothing unless the contact pool
+/// overflows (counted by the projector).
+#[derive(Debug)]
+pub struct IsometricCloth {
+    sub: Subdivision,
+    constraints: IsometricConstraints,
+    bending: QuadraticBending,
+    curvature: CurvatureRows,
+    /// `D` per constraint row, refreshed from the inverse masses every step.
+    compliance: Vec<f64>,
+    /// Stopping-test scale per constraint row.
+    scales: Vec<f64>,
+    stepper: IsometricStepper,
+    desc: IsometricDesc,
+    x: Vec<DVec3>,
+    v: Vec<DVec3>,
+    accel: Vec<DVec3>,
+    mass: Vec<f64>,
+    inv_mass: Vec<f64>,
+    pins: Vec<(u32, DVec3)>,
+    last: IsometricStepStats,
+}
+
+impl std::fmt::Debug for CurvatureResidual<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CurvatureResidual")
+            .field("scale", &self.scale)
+            .finish()
+    }
+}
+
+impl IsometricCloth {
+    /// Subdivides `base` 4:1 and builds the model on it: rest data from the input positions,
+    /// constraints (eq. 3.1–3.4), bending (eq. 3.5–3.8), the stepper with a contact pool of three
+    /// rows per node. Returns the cloth; its [`IsometricCloth::mesh`] is the subdivided mesh the
+    /// world simulates.
+    ///
+    /// # Errors
+    /// [`IsometricClothError`]: an invalid or non-manifold mesh, a degenerate triangle, a negative
+    /// or non-finite setting.
+    pub fn new(base: &TriMesh, desc: IsometricDesc) -> Result<Self, IsometricClothError> {
+        check_desc(&desc)?;
+        base.validate()?;
+        let topo = Topology::build(base)?;
+        let sub = subdivide(base, &topo)?;
+        let rest = sub.rest_positions();
+        let constraints = IsometricConstraints::new(&sub, &rest)?;
+        let bending = QuadraticBending::new(&sub, &rest, desc.bending_stiffness)?;
+        let base_topo = sub.base_topology();
+        let keep_delta: Vec<bool> = (0..sub.num_red_nodes())
+            .map(|e| match desc.rest_shape {
+                RestShape::Input => true,
+                RestShape::Flat => base_topo.edge_triangles(e)[1] == NO_TRIANGLE,
+            })
+            .collect();
+        let curvature = CurvatureRows::new(&bending, &keep_delta);
+        let n = sub.num_nodes();
+        let mesh = sub.mesh();
+        let edges = Topology::build(mesh)?.edges().to_vec();
+        let rest32: Vec<f32> = edges
+            .iter()
+            .map(|&[a, b]| (rest[a as usize] - rest[b as usize]).length() as f32)
+            .collect();
+        let scales = constraints.stopping_scales();
+        let stepper = {
+            let t_delta = bending.rotated_rest_curvature();
+            let res = CurvatureResidual {
+                rows: &curvature,
+                t_delta,
+                scale: 0.0,
+            };
+            IsometricStepper::new(
+                &rest,
+                &mesh.triangles,
+                &edges,
+                &rest32,
+                &[&constraints, &res],
+                desc.integrator,
+                3 * n,
+            )
+        };
+        Ok(IsometricCloth {
+            compliance: vec![0.0; constraints.len()],
+            scales,
+            stepper,
+            desc,
+            x: rest.clone(),
+            v: vec![DVec3::ZERO; n],
+            accel: vec![DVec3::ZERO; n],
+            mass: vec![0.0; n],
+            inv_mass: vec![0.0; n],
+            pins: Vec::with_capacity(n),
+            last: IsometricStepStats::default(),
+            sub,
+            constraints,
+            bending,
+            curvature,
+        })
+    }
+
+    /// The subdivided conforming mesh (the simulated and rendered mesh).
+    #[must_use]
+    pub fn mesh(&self) -> &TriMesh {
+        self.sub.mesh()
+    }
+
+    /// The subdivision (black/red numbering, base topology).
+    #[must_use]
+    pub fn subdivision(&self) -> &Subdivision {
+        &self.sub
+    }
+
+    /// The constraint rows (eq. 3.1–3.4).
+    #[must_use]
+    pub fn constraints(&self) -> &IsometricConstraints {
+        &self.constraints
+    }
+
+    /// The settings it was built with.
+    #[must_use]
+    pub fn desc(&self) -> &IsometricDesc {
+        &self.desc
+    }
+
+    /// The statistics of the last step.
+    #[must_use]
+    pub fn last_step(&self) -> &IsometricStepStats {
+        &self.last
+    }
+
+    /// The collision stage of the stepper (the world sets its obstacle meshes).
+    pub fn collision_mut(&mut self) -> &mut ClothCollision {
+        self.stepper.collision_mut()
+    }
+
+    /// Contact-pool overflows so far (each one grew the pool: an allocation in a step).
+    #[must_use]
+    pub fn contact_overflows(&self) -> u32 {
+        self.stepper.projection().contact_overflows()
+    }
+
+    /// Maximum strain of the base mesh edges now, both definitions of METHODS-wang §10.
+    #[must_use]
+    pub fn base_edge_strain(&self) -> BaseEdgeStrain {
+        self.constraints.max_base_edge_strain(&self.x)
+    }
+
+    /// The bending energy now (J; Wang 2012 eq. 3.8 with the rotation `T` frozen at the last
+    /// step's prediction, and the rest shape of [`RestShape`]): `½ Σ_a c_a²` over the residual
+    /// rows with weight `√k_b`. Allocation-free; summed in row order.
+    #[must_use]
+    pub fn bending_energy(&self) -> f64 {
+        let r = &self.curvature;
+        let t_delta = self.bending.rotated_rest_curvature();
+        let scale = self.bending.stiffness().sqrt();
+        let mut sum = 0.0;
+        for a in 0..r.offsets.len() - 1 {
+            let (i, axis) = (a / 3, a % 3);
+            let ly: f64 = (r.offsets[a] as usize..r.offsets[a + 1] as usize)
+                .map(|e| r.coeff[e] * self.x[r.vertices[e] as usize][axis])
+                .sum();
+            let c = scale * (ly - r.delta_weight[i] * t_delta[i][axis]);
+            sum += c * c;
+        }
+        0.5 * sum
+    }
+
+    /// Forgets the BDF2 history and the warm starts (after a teleport).
+    pub fn reset(&mut self) {
+        self.stepper.reset();
+    }
+
+    /// One step of length `h` (Wang 2012 Table 3.1) on the world's `f32` state: `x, v` in and
+    /// out, `mass`/`inv_mass` per node (`inv_mass = 0` on pins), `external` the explicit forces
+    /// (N), `air_damping` c (1/s), `pins` at their poses at `t + h`. `newton_cap` and `pcg_cap`
+    /// are the world budget's caps (the smaller of them and this cloth's own apply);
+    /// `should_stop` is the deadline.
+    ///
+    /// # Panics
+    /// If a slice is not one entry per node.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(
+        &mut self,
+        h: f32,
+        x: &mut [Vec3],
+        v: &mut [Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+        external: &[Vec3],
+        air_damping: f32,
+        pins: &[PinTarget],
+        collision: &CollisionSettings,
+        obstacles: &ObstacleMeshes<'_>,
+        newton_cap: u32,
+        pcg_cap: u32,
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> IsometricStepStats {
+        let n = self.x.len();
+        assert!(x.len() == n && v.len() == n && mass.len() == n && inv_mass.len() == n);
+        assert_eq!(external.len(), n);
+        let h = f64::from(h);
+        let c = f64::from(air_damping);
+        for i in 0..n {
+            // Take over host edits of the f32 state (module doc).
+            if x[i] != self.x[i].as_vec3() {
+                self.x[i] = x[i].as_dvec3();
+            }
+            if v[i] != self.v[i].as_vec3() {
+                self.v[i] = v[i].as_dvec3();
+            }
+            self.mass[i] = f64::from(mass[i]);
+            self.inv_mass[i] = f64::from(inv_mass[i]);
+            self.accel[i] = if mass[i] > 0.0 {
+                external[i].as_dvec3() / self.mass[i] - c * self.v[i]
+            } else {
+                DVec3::ZERO
+            };
+        }
+        self.refresh_compliance();
+        self.pins.clear();
+        self.pins
+            .extend(pins.iter().map(|p| (p.vertex, p.target.as_dvec3())));
+
+        let h_phi = self
+            .stepper
+            .predict(h, &self.x, &self.v, &self.accel, &self.pins);
+        self.bending.freeze_rotation(self.stepper.prediction());
+        let residual = CurvatureResidual {
+            rows: &self.curvature,
+            t_delta: self.bending.rotated_rest_curvature(),
+            scale: h_phi * self.bending.stiffness().sqrt(),
+        };
+        let families = [
+            RowFamily {
+                set: &self.constraints,
+                role: RowRole::PerRow(&self.compliance),
+                linear: false,
+                scale: StrainScale::PerRow(&self.scales),
+            },
+            RowFamily {
+                set: &residual,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ];
+        let mut settings = self.desc.step;
+        settings.projection.max_iterations = settings.projection.max_iterations.min(newton_cap);
+        settings.projection.cg.max_iterations = settings.projection.cg.max_iterations.min(pcg_cap);
+        let mut collision = *collision;
+        collision.strain_limit = None;
+        let report = self.stepper.finish_step(
+            h,
+            &families,
+            &settings,
+            &collision,
+            obstacles,
+            &self.mass,
+            &self.inv_mass,
+            &mut self.x,
+            &mut self.v,
+            should_stop,
+        );
+        for p in pins {
+            // Exactly on target (the projection keeps w = 0 nodes at x̃, which is the pose).
+            self.x[p.vertex as usize] = p.target.as_dvec3();
+        }
+        for i in 0..n {
+            x[i] = self.x[i].as_vec3();
+            v[i] = self.v[i].as_vec3();
+        }
+        self.last = IsometricStepStats::from_report(&report);
+        self.last
+    }
+
+    /// `D = β w_k` on the conforming (3.3) and boundary (3.4) rows of black node `k`, 0 on the
+    /// inextensibility rows (module doc, Wang 2012 eq. 3.30).
+    fn refresh_compliance(&mut self) {
+        let conforming = self.constraints.range(Family::Conforming);
+        let boundary = self.constraints.range(Family::Boundary);
+        let (bc, bb) = (
+            self.desc.conforming_compliance,
+            self.desc.boundary_compliance,
+        );
+        for k in 0..conforming.len() / 3 {
+            let d = bc * self.inv_mass[k];
+            self.compliance[conforming.start + 3 * k..conforming.start + 3 * k + 3].fill(d);
+        }
+        for (j, &k) in self.constraints.boundary_vertices().iter().enumerate() {
+            let d = bb * self.inv_mass[k as usize];
+            self.compliance[boundary.start + 3 * j..boundary.start + 3 * j + 3].fill(d);
+        }
+    }
+}
+
+fn check_desc(d: &IsometricDesc) -> Result<(), IsometricClothError> {
+    let non_negative = |name: &'static str, v: f64| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(())
+        } else {
+            Err(IsometricClothError::Parameter {
+                name,
+                message: format!("must be finite and >= 0, got {v}"),
+            })
+        }
+    };
+    non_negative("bending_stiffness", d.bending_stiffness)?;
+    non_negative("boundary_compliance", d.boundary_compliance)?;
+    non_negative("conforming_compliance", d.conforming_compliance)?;
+    let p = &d.step.projection;
+    if !(p.tolerance.is_finite() && p.tolerance > 0.0) {
+        return Err(IsometricClothError::Parameter {
+            name: "strain_tolerance",
+            message: format!("must be positive, got {}", p.tolerance),
+        });
+    }
+    if p.max_iterations == 0 || p.cg.max_iterations == 0 {
+        return Err(IsometricClothError::Parameter {
+            name: "max_iterations",
+            message: "Newton and CG caps must be at least 1".into(),
+        });
+    }
+    if let Some(b) = d.step.friction_compliance {
+        non_negative("friction_compliance", b)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::{Diagonals, GridSpec, grid};
+    use glam::Vec2;
+
+    fn sheet(n: u32) -> TriMesh {
+        grid(&GridSpec {
+            nx: n,
+            ny: n,
+            size: Vec2::new(1.0, 1.0),
+            centre: Vec3::new(0.0, 1.0, 0.0),
+            u_axis: Vec3::X,
+            v_axis: Vec3::NEG_Z,
+            diagonals: Diagonals::Alternating,
+        })
+        .expect("grid")
+    }
+
+    #[test]
+    fn flat_and_input_rest_agree_on_a_flat_sheet_and_both_are_zero_at_rest() {
+        for shape in [RestShape::Flat, RestShape::Input] {
+            let c = IsometricCloth::new(
+                &sheet(5),
+                IsometricDesc {
+                    rest_shape: shape,
+                    bending_stiffness: 2.0,
+                    ..IsometricDesc::default()
+                },
+            )
+            .expect("cloth");
+            let e = c.bending_energy();
+            assert!(e.abs() < 1e-20, "{shape:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn flat_rest_shape_gives_a_closed_sphere_bending_energy_input_does_not() {
+        let ball = crate::mesh::icosphere(0.2, 1).expect("icosphere");
+        let input = IsometricCloth::new(&ball, IsometricDesc::default()).expect("input");
+        let flat = IsometricCloth::new(
+            &ball,
+            IsometricDesc {
+                rest_shape: RestShape::Flat,
+                ..IsometricDesc::default()
+            },
+        )
+        .expect("flat");
+        assert!(input.bending_energy().abs() < 1e-18);
+        assert!(flat.bending_energy() > 1e-6, "{}", flat.bending_energy());
+    }
+
+    #[test]
+    fn bad_settings_are_typed_errors() {
+        let d = IsometricDesc {
+            bending_stiffness: -1.0,
+            ..IsometricDesc::default()
+        };
+        assert!(matches!(
+            IsometricCloth::new(&sheet(3), d),
+            Err(IsometricClothError::Parameter {
+                name: "bending_stiffness",
+                ..
+            })
+        ));
+    }
+}
