@@ -1,8 +1,11 @@
 //! Issue 5: after warm-up a frame performs zero heap allocations (DESIGN.md
 //! "no allocation per step"). A counting `#[global_allocator]` counts every
-//! allocation on every thread while counting is on; each scene is stepped
-//! inside the rayon pool the world uses (`pool.install`), so the kernels'
-//! worker threads are counted too.
+//! allocation, while counting is on, on the test's own thread and on every
+//! worker of the rayon pool it runs in; each scene is stepped inside the pool
+//! the world uses (`pool.install`), so the kernels' workers are counted. The
+//! test harness's own threads are not (its main thread prints "has been
+//! running for over 60 seconds" whenever a test passes that mark, which made
+//! the count flaky on a loaded machine).
 //!
 //! The tests share one process-wide counter, so they take [`SERIAL`] to run
 //! one at a time. Set `WEFT_ALLOC_TRACE=1` to print a backtrace for each
@@ -27,12 +30,21 @@ static SERIAL: Mutex<()> = Mutex::new(());
 thread_local! {
     /// Set while this thread prints a trace (whose own allocations are not counted).
     static TRACING: Cell<bool> = const { Cell::new(false) };
+    /// Set on the threads whose allocations count: the test's and its pool's.
+    static COUNTED_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks (or unmarks) this thread and every worker of the current rayon pool
+/// (the world's inside `pool.install`, else the global pool) as counted.
+fn mark_counted_threads(on: bool) {
+    rayon::broadcast(|_| COUNTED_THREAD.with(|c| c.set(on)));
+    COUNTED_THREAD.with(|c| c.set(on));
 }
 
 struct CountingAllocator;
 
 fn count_one(size: usize) {
-    if !COUNTING.load(Ordering::Relaxed) {
+    if !COUNTING.load(Ordering::Relaxed) || !COUNTED_THREAD.try_with(Cell::get).unwrap_or(false) {
         return;
     }
     // `try_with`: the thread-local may be gone while a thread shuts down.
@@ -78,16 +90,18 @@ unsafe impl GlobalAlloc for CountingAllocator {
 static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Runs `f` and returns its result with the allocations made meanwhile on
-/// every thread of the process.
+/// this thread and the workers of the current rayon pool.
 fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
     TRACE.store(
         std::env::var_os("WEFT_ALLOC_TRACE").is_some(),
         Ordering::Relaxed,
     );
+    mark_counted_threads(true);
     ALLOCATIONS.store(0, Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     let r = f();
     COUNTING.store(false, Ordering::SeqCst);
+    mark_counted_threads(false);
     (r, ALLOCATIONS.load(Ordering::SeqCst))
 }
 
@@ -274,4 +288,25 @@ fn velocity_smoother_apply_does_not_allocate() {
         allocations_during(|| smoother.apply(2.0, 30, &mut v, &mass, &inv_mass, &edges));
     assert!(report.iterations > 0);
     assert_eq!(allocations, 0);
+}
+
+/// The counter itself: an allocation on the test's thread and one on each of
+/// the pool's workers are counted (so a zero above means something).
+#[test]
+fn the_counter_sees_the_test_thread_and_the_pool_workers() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
+    let ((), here) = allocations_during(|| drop(std::hint::black_box(vec![1u8; 64])));
+    assert_eq!(here, 1, "the test thread's allocation");
+    let ((), workers) = pool.install(|| {
+        allocations_during(|| {
+            rayon::broadcast(|_| drop(std::hint::black_box(vec![1u8; 64])));
+        })
+    });
+    assert!(workers >= 2, "one allocation per worker, counted {workers}");
 }
