@@ -104,21 +104,7 @@ fn advance_isometric(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
-    let t = Instant::now();
-    let z = profile::zone(Stage::Kinematics);
-    for pin in &mut cloth.pins {
-        pin.target += pin.velocity * h;
-    }
-    let gravity = settings.gravity;
-    for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
-        *f = *m * gravity;
-    }
-    if let Some(wind) = &settings.wind {
-        let (x, v) = (cloth.state.positions(), cloth.state.velocities());
-        wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
-    }
-    let t = lap(stats, Stage::Kinematics, t);
-    z.end();
+    let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Solve);
     let Some(model) = cloth.isometric.as_mut() else {
         return;
@@ -247,22 +233,7 @@ fn advance(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
-    let t = Instant::now();
-    let z = profile::zone(Stage::Kinematics);
-    for pin in &mut cloth.pins {
-        pin.target += pin.velocity * h;
-    }
-    let gravity = settings.gravity;
-    for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
-        *f = *m * gravity;
-    }
-    if let Some(wind) = &settings.wind {
-        // Steady within the substep (World::step samples the gusts).
-        let (x, v) = (cloth.state.positions(), cloth.state.velocities());
-        wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
-    }
-    let t = lap(stats, Stage::Kinematics, t);
-    z.end();
+    let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Contacts);
 
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
@@ -354,6 +325,33 @@ fn advance(
     lap(stats, Stage::Collide, t);
     z.end();
     stats.substeps += 1;
+}
+
+/// The kinematics stage of both models: pins move to their targets at t + h,
+/// external forces are gravity plus the wind (steady within the substep:
+/// `World::step` samples the gusts). Returns the time it ended.
+fn kinematics(
+    cloth: &mut Cloth,
+    settings: &WorldSettings,
+    h: f32,
+    stats: &mut FrameStats,
+) -> Instant {
+    let t = Instant::now();
+    let z = profile::zone(Stage::Kinematics);
+    for pin in &mut cloth.pins {
+        pin.target += pin.velocity * h;
+    }
+    let gravity = settings.gravity;
+    for (f, m) in cloth.external.iter_mut().zip(cloth.state.masses()) {
+        *f = *m * gravity;
+    }
+    if let Some(wind) = &settings.wind {
+        let (x, v) = (cloth.state.positions(), cloth.state.velocities());
+        wind.add_forces(0.0, x, v, &cloth.triangles, &mut cloth.external);
+    }
+    let t = lap(stats, Stage::Kinematics, t);
+    z.end();
+    t
 }
 
 fn lap(stats: &mut FrameStats, stage: Stage, since: Instant) -> Instant {
