@@ -361,21 +361,32 @@ pub struct BendingRows {
     vertices: Vec<u32>,
     /// `(M_cr)_ii^{-1/2} L_ij` per stencil entry.
     coeff: Vec<f64>,
-    /// `(M_cr)_ii^{-1/2}` per red node.
-    inv_sqrt_mass: Vec<f64>,
+    /// `(M_cr)_ii^{-1/2}` per red node, times 0 where the rest curvature is dropped
+    /// ([`BendingRows::with_rest_mask`]).
+    delta_weight: Vec<f64>,
 }
 
 impl BendingRows {
     /// The row structure of `bending` (its `L` and `M_cr` never change).
     #[must_use]
     pub fn new(bending: &QuadraticBending) -> Self {
+        Self::with_rest_mask(bending, &vec![true; bending.cr_mass().len()])
+    }
+
+    /// As [`BendingRows::new`], with the rest curvature `δ` kept only on the red nodes where
+    /// `keep_delta` is true (`δ̂ = δ` there, 0 elsewhere: a flat rest shape inside the cloth,
+    /// `integrate::isometric_cloth::RestShape`).
+    #[must_use]
+    pub fn with_rest_mask(bending: &QuadraticBending, keep_delta: &[bool]) -> Self {
         let l = bending.laplacian();
         let nb = bending.first_red_node() as u32;
-        let inv_sqrt_mass: Vec<f64> = bending.cr_mass().iter().map(|m| 1.0 / m.sqrt()).collect();
         let mut offsets = vec![0u32];
         let mut vertices = Vec::new();
         let mut coeff = Vec::new();
-        for (i, &s) in inv_sqrt_mass.iter().enumerate() {
+        let mut delta_weight = Vec::with_capacity(keep_delta.len());
+        for (i, (&m, &keep)) in bending.cr_mass().iter().zip(keep_delta).enumerate() {
+            let s = 1.0 / m.sqrt();
+            delta_weight.push(if keep { s } else { 0.0 });
             let (cols, vals) = l.row(i);
             for _axis in 0..3 {
                 vertices.extend(cols.iter().map(|&j| nb + j));
@@ -387,8 +398,31 @@ impl BendingRows {
             offsets,
             vertices,
             coeff,
-            inv_sqrt_mass,
+            delta_weight,
         }
+    }
+
+    /// Row `a` of `M_cr^{-1/2} (L y − T δ̂)` at `x` (unscaled).
+    fn row_value(&self, a: usize, x: &[DVec3], t_delta: &[DVec3]) -> f64 {
+        let (i, axis) = (a / 3, a % 3);
+        let ly: f64 = (self.offsets[a] as usize..self.offsets[a + 1] as usize)
+            .map(|e| self.coeff[e] * x[self.vertices[e] as usize][axis])
+            .sum();
+        ly - self.delta_weight[i] * t_delta[i][axis]
+    }
+
+    /// The bending energy `½ k_b Σ_a (row a)²` at `x` (Wang 2012 eq. 3.8 with `bending`'s frozen
+    /// rotation). Allocation-free; summed in row order.
+    #[must_use]
+    pub fn energy(&self, bending: &QuadraticBending, x: &[DVec3]) -> f64 {
+        let t_delta = bending.rotated_rest_curvature();
+        let scale = bending.stiffness().sqrt();
+        let mut sum = 0.0;
+        for a in 0..self.offsets.len() - 1 {
+            let c = scale * self.row_value(a, x, t_delta);
+            sum += c * c;
+        }
+        0.5 * sum
     }
 
     /// The residual rows for a step with potential weight `h_phi` (`h`, or `2h/3` under BDF2)
@@ -430,14 +464,9 @@ impl ConstraintSet for BendingResidual<'_> {
         &self.rows.vertices
     }
     fn evaluate(&self, x: &[DVec3], c: &mut [f64]) {
-        let r = self.rows;
         let t_delta = self.bending.rotated_rest_curvature();
         for (a, ca) in c.iter_mut().enumerate() {
-            let (i, axis) = (a / 3, a % 3);
-            let ly: f64 = (r.offsets[a] as usize..r.offsets[a + 1] as usize)
-                .map(|e| r.coeff[e] * x[r.vertices[e] as usize][axis])
-                .sum();
-            *ca = self.scale * (ly - r.inv_sqrt_mass[i] * t_delta[i][axis]);
+            *ca = self.scale * self.rows.row_value(a, x, t_delta);
         }
     }
     fn gradients(&self, _x: &[DVec3], g: &mut [DVec3]) {

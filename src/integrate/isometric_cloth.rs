@@ -46,7 +46,7 @@ use glam::{DVec3, Vec3};
 
 use super::bdf2::Integrator;
 use super::contact::PinTarget;
-use super::isometric::{IsometricReport, IsometricSettings, IsometricStepper};
+use super::isometric::{BendingRows, IsometricReport, IsometricSettings, IsometricStepper};
 use super::projection::{RowFamily, RowRole, StrainScale};
 use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::mesh::{MeshError, NO_TRIANGLE, Subdivision, Topology, TriMesh, subdivide};
@@ -156,87 +156,6 @@ impl IsometricStepStats {
     }
 }
 
-/// The bending residual rows `r_B = h_Φ √k_b M_cr^{-1/2} (L y − T δ̂)` (Wang 2012 eq. 3.19 with the
-/// corrections of METHODS-wang §7.1), where `δ̂ = δ` on red nodes that keep their rest curvature
-/// and 0 elsewhere ([`RestShape`]). The same rows as `integrate::isometric::BendingRows` plus that
-/// per-node mask.
-#[derive(Clone, Debug)]
-struct CurvatureRows {
-    offsets: Vec<u32>,
-    vertices: Vec<u32>,
-    /// `(M_cr)_ii^{-1/2} L_ij` per stencil entry.
-    coeff: Vec<f64>,
-    /// `(M_cr)_ii^{-1/2}` per red node, times 0 where `δ̂_i = 0`.
-    delta_weight: Vec<f64>,
-}
-
-impl CurvatureRows {
-    fn new(bending: &QuadraticBending, keep_delta: &[bool]) -> Self {
-        let l = bending.laplacian();
-        let nb = bending.first_red_node() as u32;
-        let mut offsets = vec![0u32];
-        let mut vertices = Vec::new();
-        let mut coeff = Vec::new();
-        let mut delta_weight = Vec::with_capacity(keep_delta.len());
-        for (i, (&m, &keep)) in bending.cr_mass().iter().zip(keep_delta).enumerate() {
-            let s = 1.0 / m.sqrt();
-            delta_weight.push(if keep { s } else { 0.0 });
-            let (cols, vals) = l.row(i);
-            for _axis in 0..3 {
-                vertices.extend(cols.iter().map(|&j| nb + j));
-                coeff.extend(vals.iter().map(|&v| s * v));
-                offsets.push(vertices.len() as u32);
-            }
-        }
-        CurvatureRows {
-            offsets,
-            vertices,
-            coeff,
-            delta_weight,
-        }
-    }
-}
-
-/// [`CurvatureRows`] for one step: the potential weight and `T δ` of the frozen rotation.
-#[derive(Clone, Copy)]
-struct CurvatureResidual<'a> {
-    rows: &'a CurvatureRows,
-    t_delta: &'a [DVec3],
-    scale: f64,
-}
-
-impl ConstraintSet for CurvatureResidual<'_> {
-    fn len(&self) -> usize {
-        self.rows.offsets.len() - 1
-    }
-    fn stencil_offsets(&self) -> &[u32] {
-        &self.rows.offsets
-    }
-    fn stencil_vertices(&self) -> &[u32] {
-        &self.rows.vertices
-    }
-    fn evaluate(&self, x: &[DVec3], c: &mut [f64]) {
-        let r = self.rows;
-        for (a, ca) in c.iter_mut().enumerate() {
-            let (i, axis) = (a / 3, a % 3);
-            let ly: f64 = (r.offsets[a] as usize..r.offsets[a + 1] as usize)
-                .map(|e| r.coeff[e] * x[r.vertices[e] as usize][axis])
-                .sum();
-            *ca = self.scale * (ly - r.delta_weight[i] * self.t_delta[i][axis]);
-        }
-    }
-    fn gradients(&self, _x: &[DVec3], g: &mut [DVec3]) {
-        let r = self.rows;
-        for a in 0..self.len() {
-            for e in r.offsets[a] as usize..r.offsets[a + 1] as usize {
-                let mut v = DVec3::ZERO;
-                v[a % 3] = self.scale * r.coeff[e];
-                g[e] = v;
-            }
-        }
-    }
-}
-
 /// One isometric cloth: subdivision, constraints, bending, the Table 3.1 stepper and its `f64`
 /// state (see the module doc). Built once; a step allocates nothing unless the contact pool
 /// overflows (counted by the projector).
@@ -245,7 +164,7 @@ pub struct IsometricCloth {
     sub: Subdivision,
     constraints: IsometricConstraints,
     bending: QuadraticBending,
-    curvature: CurvatureRows,
+    curvature: BendingRows,
     /// `D` per constraint row, refreshed from the inverse masses every step.
     compliance: Vec<f64>,
     /// Stopping-test scale per constraint row.
@@ -259,14 +178,6 @@ pub struct IsometricCloth {
     inv_mass: Vec<f64>,
     pins: Vec<(u32, DVec3)>,
     last: IsometricStepStats,
-}
-
-impl std::fmt::Debug for CurvatureResidual<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CurvatureResidual")
-            .field("scale", &self.scale)
-            .finish()
-    }
 }
 
 impl IsometricCloth {
@@ -293,7 +204,7 @@ impl IsometricCloth {
                 RestShape::Flat => base_topo.edge_triangles(e)[1] == NO_TRIANGLE,
             })
             .collect();
-        let curvature = CurvatureRows::new(&bending, &keep_delta);
+        let curvature = BendingRows::with_rest_mask(&bending, &keep_delta);
         let n = sub.num_nodes();
         let mesh = sub.mesh();
         let edges = Topology::build(mesh)?.edges().to_vec();
@@ -303,12 +214,7 @@ impl IsometricCloth {
             .collect();
         let scales = constraints.stopping_scales();
         let stepper = {
-            let t_delta = bending.rotated_rest_curvature();
-            let res = CurvatureResidual {
-                rows: &curvature,
-                t_delta,
-                scale: 0.0,
-            };
+            let res = curvature.residual(&bending, 0.0);
             IsometricStepper::new(
                 &rest,
                 &mesh.triangles,
@@ -390,19 +296,7 @@ impl IsometricCloth {
     /// rows with weight `√k_b`. Allocation-free; summed in row order.
     #[must_use]
     pub fn bending_energy(&self) -> f64 {
-        let r = &self.curvature;
-        let t_delta = self.bending.rotated_rest_curvature();
-        let scale = self.bending.stiffness().sqrt();
-        let mut sum = 0.0;
-        for a in 0..r.offsets.len() - 1 {
-            let (i, axis) = (a / 3, a % 3);
-            let ly: f64 = (r.offsets[a] as usize..r.offsets[a + 1] as usize)
-                .map(|e| r.coeff[e] * self.x[r.vertices[e] as usize][axis])
-                .sum();
-            let c = scale * (ly - r.delta_weight[i] * t_delta[i][axis]);
-            sum += c * c;
-        }
-        0.5 * sum
+        self.curvature.energy(&self.bending, &self.x)
     }
 
     /// Forgets the BDF2 history and the warm starts (after a teleport).
@@ -465,11 +359,7 @@ impl IsometricCloth {
             .stepper
             .predict(h, &self.x, &self.v, &self.accel, &self.pins);
         self.bending.freeze_rotation(self.stepper.prediction());
-        let residual = CurvatureResidual {
-            rows: &self.curvature,
-            t_delta: self.bending.rotated_rest_curvature(),
-            scale: h_phi * self.bending.stiffness().sqrt(),
-        };
+        let residual = self.curvature.residual(&self.bending, h_phi);
         let families = [
             RowFamily {
                 set: &self.constraints,
