@@ -180,22 +180,45 @@ fn icosphere_cloth_is_a_closed_isometric_shell() {
     );
 }
 
+/// What a run of the small scene did.
+struct Run {
+    hash: u64,
+    /// Largest base-edge strains (through the midpoint, end to end).
+    mid: f64,
+    end: f64,
+    /// Contact rows plus proximity pairs, summed over frames.
+    contacts: u32,
+    /// Frames in contact, and those of them with a projection at the Newton cap.
+    contact_frames: u32,
+    unconverged_frames: u32,
+}
+
 /// Runs `frames` frames on `threads` workers; checks finiteness (the step fails otherwise) and,
-/// with `check`, the independent intersection checker every frame. Returns the state hash and
-/// the largest base-edge strains (through the midpoint, end to end).
-fn run(text: &str, frames: u32, threads: usize, check: bool) -> (u64, f64, f64, u32) {
+/// with `check`, the independent intersection checker every frame.
+fn run(text: &str, frames: u32, threads: usize, check: bool) -> Run {
     let scene = scene_of(text).unwrap_or_else(|e| panic!("{e}"));
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
     world.set_threads(threads).expect("pool");
-    let (mut mid, mut end, mut contacts) = (0.0f64, 0.0f64, 0u32);
+    let mut r = Run {
+        hash: 0,
+        mid: 0.0,
+        end: 0.0,
+        contacts: 0,
+        contact_frames: 0,
+        unconverged_frames: 0,
+    };
     for f in 0..frames {
         let stats = world
             .step(scene.dt())
             .unwrap_or_else(|e| panic!("frame {f}: {e}"));
         assert!(stats.bending_energy.is_finite() && stats.base_strain_midpoint.is_finite());
-        mid = mid.max(stats.base_strain_midpoint);
-        end = end.max(stats.base_strain_end_to_end);
-        contacts += stats.contact_rows + stats.proximity_pairs;
+        r.mid = r.mid.max(stats.base_strain_midpoint);
+        r.end = r.end.max(stats.base_strain_end_to_end);
+        r.contacts += stats.contact_rows + stats.proximity_pairs;
+        if stats.contact_rows + stats.proximity_pairs > 0 {
+            r.contact_frames += 1;
+            r.unconverged_frames += u32::from(stats.newton_unconverged > 0);
+        }
         if std::env::var_os("WEFT_ISO_TRACE").is_some() {
             eprintln!(
                 "frame {f}: newton {} (max {}, unconverged {}), pcg {}, contact rows {}, strain {:.2e}/{:.2e}, edge strain {:.2e}, bending {:.2e}",
@@ -214,34 +237,48 @@ fn run(text: &str, frames: u32, threads: usize, check: bool) -> (u64, f64, f64, 
             support::assert_world_clean(&world, &format!("frame {f}"));
         }
     }
-    (world.state_hash(), mid, end, contacts)
+    r.hash = world.state_hash();
+    r
 }
 
-/// 12 frames: the sheet falls for 6 and lands on the ball. Finite state and the independent
-/// checker's verdict are asserted; the strain is only reported, because the Gauss–Newton
-/// projection does not converge once the sheet is in contact (issue 4, branch h/wang-conv), so
-/// the strain after landing measures that, not this integration.
+/// 30 frames: the sheet falls for 6 and lands on the ball, then drapes. Finite state, the
+/// independent checker's verdict every frame, and convergence of the projections in contact
+/// (the two-phase solver: Gauss–Newton, then fast projection; soft normal contact rows) are
+/// asserted (measured: 7 of 24 contact frames have a projection at the cap of 10, simultaneous).
+/// Before those, the projection stalled at the Newton cap in every contact frame and
+/// this scene blew up from frame 13. The base-edge strain is reported, not asserted: with
+/// `k_b = 10⁻⁴` the sheet crumples, and the black nodes follow the mean extrapolation (3.3)
+/// while the (3.1) rows hold (see `pinned_sheet_hangs_down_without_locking`).
 #[test]
 fn small_isometric_scene_runs_finite_and_intersection_free() {
     for coupling in ["simultaneous", "staggered"] {
-        let (_, mid, end, contacts) = run(&small_scene(coupling), 12, 2, true);
+        let r = run(&small_scene(coupling), 30, 2, true);
         eprintln!(
-            "{coupling}: max base-edge strain {mid:.3e} (through midpoint), {end:.3e} (end to end), contact rows + pairs {contacts}"
+            "{coupling}: max base-edge strain {:.3e} (through midpoint), {:.3e} (end to end), contact rows + pairs {}, frames in contact {}, of them with a projection at the cap {}",
+            r.mid, r.end, r.contacts, r.contact_frames, r.unconverged_frames
         );
-        assert!(contacts > 0, "{coupling}: the sheet never reached the ball");
+        assert!(
+            r.contacts > 0,
+            "{coupling}: the sheet never reached the ball"
+        );
+        // The staggered run starts every projection from the collided state of the last step
+        // (strain up to 100 %; measured: 10 of 24 frames at the cap): only reported.
+        assert!(
+            coupling == "staggered" || r.unconverged_frames * 3 <= r.contact_frames,
+            "{coupling}: {} of {} contact frames unconverged",
+            r.unconverged_frames,
+            r.contact_frames
+        );
     }
 }
 
 #[test]
 fn state_hash_is_the_same_for_one_and_two_threads() {
-    // 12 frames: contact from frame 7. Later frames of this scene blow up
-    // (the projection does not converge in contact: base strain 6 at frame
-    // 13, 1e7 from frame 15, the fail-safe's last resort from frame 16) and
-    // cost ~45 s each in the impact-zone stage.
+    // 30 frames: contact from frame 7.
     let text = small_scene("simultaneous");
-    let (one, ..) = run(&text, 12, 1, false);
-    let (two, ..) = run(&text, 12, 2, false);
-    let (again, ..) = run(&text, 12, 2, false);
+    let one = run(&text, 30, 1, false).hash;
+    let two = run(&text, 30, 2, false).hash;
+    let again = run(&text, 30, 2, false).hash;
     assert_eq!(one, two);
     assert_eq!(two, again);
 }

@@ -5,7 +5,7 @@
 //! 1  x̃   ← prediction (backward Euler or BDF2, [`super::bdf2`])
 //! 2  x_p ← project(x̃)                       Gauss–Newton, eq. 3.25, from x⁽⁰⁾ = x̃
 //! 3  x_c ← collide(xⁿ → x_p)                 the Bridson stage, collide::resolve
-//! 4  C'  ← C ∪ contact rows at x_c           eq. 3.26 (normal, hard), eq. 3.28 (tangents, soft, eq. 3.30)
+//! 4  C'  ← C ∪ contact rows at x_c           eq. 3.26 (normal), eq. 3.28 (tangents), both soft (eq. 3.30)
 //! 5  x_p ← project(x̃ or x_c; C')             from x⁽⁰⁾ = x_c
 //! 6  x^{n+1} ← collide(xⁿ → x_p)             the fail-safe
 //! 7  v^{n+1} from the positions (scheme of line 1)
@@ -32,6 +32,14 @@
 //! - **Target of line 5** (METHODS-wang §8.3): [`SecondTarget::Prediction`] (default: the same
 //!   backward-Euler/BDF2 problem as line 2, coupled with the contact rows) or
 //!   [`SecondTarget::Collided`] (the literal reading, target `x_c`).
+//! - **Normal rows are soft** (**choice**; the thesis makes them hard): `D = β_n w_p`,
+//!   `β_n` = [`IsometricSettings::contact_compliance`]. The collision stage moves black and red
+//!   nodes independently, so `x_c` violates the linear conforming (3.3) and boundary (3.4) rows;
+//!   once every node of such a row is in contact along one normal, the hard normal rows and
+//!   that row are linearly dependent *and* inconsistent, `K` is singular and PCG diverges
+//!   (measured: the small contact scene of `tests/isometric_scene.rs` blew up from frame 9).
+//!   Soft normal rows take the least-squares compromise; line 6 removes what penetration is
+//!   left. They are not part of the stopping test.
 //! - Pinned nodes (`w = 0`) get no contact rows (they would be zero rows of `K`).
 //! - The collision stage works in `f32`; nodes it did not touch keep their `f64` positions
 //!   bit for bit.
@@ -83,6 +91,8 @@ pub struct IsometricSettings {
     pub friction_compliance: Option<f64>,
     /// A node counts as in contact when the collision stage moved it by more than this (m).
     pub contact_threshold: f64,
+    /// `β_n` of the normal contact rows, `D = β_n w_p` (see the module doc).
+    pub contact_compliance: f64,
 }
 
 impl Default for IsometricSettings {
@@ -93,6 +103,7 @@ impl Default for IsometricSettings {
             second_target: SecondTarget::Prediction,
             friction_compliance: Some(1e-3),
             contact_threshold: 1e-9,
+            contact_compliance: 1e-2,
         }
     }
 }
@@ -273,7 +284,7 @@ impl IsometricStepper {
                     vertex: i as u32,
                     direction: normal,
                     target: normal.dot(xc),
-                    compliance: 0.0,
+                    compliance: settings.contact_compliance * inv_mass[i],
                 });
                 if let Some(beta) = settings.friction_compliance {
                     let (t1, t2) = normal.any_orthonormal_pair();

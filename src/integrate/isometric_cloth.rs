@@ -26,10 +26,17 @@
 //!   nodes; on boundary red nodes `δ = L y⁰` is kept, because `(L y⁰)_i ≠ 0` there even for a
 //!   flat sheet (METHODS-wang §4.2, ambiguity #10), so a flat sheet at rest has zero energy either
 //!   way. For a flat input the two are identical.
-//! - **Regularisation** (Wang 2012 eq. 3.30, METHODS-wang §3.4, §9.3 advice): the boundary rows
-//!   (3.4) get `D = β_b w_k` and the conforming rows (3.3) `D = β_c w_k` (`w_k` the inverse mass of
-//!   their black node; 0 on pins, so pinned rows stay hard). The thesis puts `D` only on friction
-//!   rows; without it the flat start is singular (the planar redundancy of §3.4).
+//! - **Regularisation** (Wang 2012 eq. 3.30, METHODS-wang §3.4, §7.5, §9.3): every constraint
+//!   row (3.1), (3.3), (3.4) is a proximal row ([`RowRole::Proximal`], the method of
+//!   multipliers) with `D = β (J W Jᵀ)_aa` ([`IsometricConstraints::row_regularisation`]), plus
+//!   `β_c w_k` / `β_b w_k` on the conforming / boundary rows of black node `k`: `K` is positive
+//!   definite despite the planar redundancy and the self-stresses of §3.4, and the rows are hard
+//!   at convergence (the thesis puts `D` only on friction rows). `β` is small (default `10⁻⁶`):
+//!   the fast-projection phase of the solver ([`ProjectionSettings::gauss_newton_iterations`])
+//!   reduces a violation in the near-null directions of `J W Jᵀ` only by `D / (σ + D)` per
+//!   iteration, and `β = 10⁻²` made it crawl (measured on the small contact scene of
+//!   `tests/isometric_scene.rs`: 10 iterations from 1.6 % to 0.3 % strain; `10⁻⁶`: 3–7
+//!   iterations to 0.1 %).
 //! - **Forces**: gravity, wind and air drag `−c m v` are explicit accelerations in the prediction
 //!   `x̃ = xⁿ + h vⁿ + h² a` (METHODS-wang §0).
 //! - **Collision stage**: `collide::resolve` on the subdivided mesh, as the stepper runs it; the
@@ -47,6 +54,8 @@ use glam::{DVec3, Vec3};
 use super::bdf2::Integrator;
 use super::contact::PinTarget;
 use super::isometric::{BendingRows, IsometricReport, IsometricSettings, IsometricStepper};
+#[cfg(doc)]
+use super::projection::ProjectionSettings;
 use super::projection::{RowFamily, RowRole, StrainScale};
 use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::mesh::{MeshError, NO_TRIANGLE, Subdivision, Topology, TriMesh, subdivide};
@@ -71,9 +80,12 @@ pub struct IsometricDesc {
     pub bending_stiffness: f64,
     /// Rest shape of the bending energy.
     pub rest_shape: RestShape,
-    /// `β_b`: compliance of the boundary rows (3.4), `D = β_b w_k` (dimensionless, ≥ 0).
+    /// `β`: proximal weight of every constraint row, `D = β (J W Jᵀ)_aa` (dimensionless, ≥ 0;
+    /// see the module doc).
+    pub proximal_weight: f64,
+    /// `β_b`: extra proximal weight of the boundary rows (3.4), `D += β_b w_k` (≥ 0).
     pub boundary_compliance: f64,
-    /// `β_c`: compliance of the conforming rows (3.3), `D = β_c w_k` (dimensionless, ≥ 0).
+    /// `β_c`: extra proximal weight of the conforming rows (3.3), `D += β_c w_k` (≥ 0).
     pub conforming_compliance: f64,
     /// Backward Euler or BDF2.
     pub integrator: Integrator,
@@ -86,7 +98,8 @@ impl Default for IsometricDesc {
         IsometricDesc {
             bending_stiffness: 1e-3,
             rest_shape: RestShape::Input,
-            boundary_compliance: 1e-4,
+            proximal_weight: 1e-6,
+            boundary_compliance: 0.0,
             conforming_compliance: 0.0,
             integrator: Integrator::BackwardEuler,
             step: IsometricSettings::default(),
@@ -363,7 +376,7 @@ impl IsometricCloth {
         let families = [
             RowFamily {
                 set: &self.constraints,
-                role: RowRole::PerRow(&self.compliance),
+                role: RowRole::Proximal(&self.compliance),
                 linear: false,
                 scale: StrainScale::PerRow(&self.scales),
             },
@@ -403,8 +416,9 @@ impl IsometricCloth {
         self.last
     }
 
-    /// `D = β w_k` on the conforming (3.3) and boundary (3.4) rows of black node `k`, 0 on the
-    /// inextensibility rows (module doc, Wang 2012 eq. 3.30).
+    /// The proximal weight `D` of every constraint row (module doc, Wang 2012 eq. 3.30):
+    /// `β (J W Jᵀ)_aa`, plus `β_c w_k` on the conforming rows (3.3) and `β_b w_k` on the
+    /// boundary rows (3.4) of black node `k`.
     fn refresh_compliance(&mut self) {
         let conforming = self.constraints.range(Family::Conforming);
         let boundary = self.constraints.range(Family::Boundary);
@@ -412,13 +426,20 @@ impl IsometricCloth {
             self.desc.conforming_compliance,
             self.desc.boundary_compliance,
         );
+        let beta = self.desc.proximal_weight;
+        self.constraints
+            .row_regularisation(&self.inv_mass, [beta; 3], &mut self.compliance);
         for k in 0..conforming.len() / 3 {
             let d = bc * self.inv_mass[k];
-            self.compliance[conforming.start + 3 * k..conforming.start + 3 * k + 3].fill(d);
+            for a in conforming.start + 3 * k..conforming.start + 3 * k + 3 {
+                self.compliance[a] += d;
+            }
         }
         for (j, &k) in self.constraints.boundary_vertices().iter().enumerate() {
             let d = bb * self.inv_mass[k as usize];
-            self.compliance[boundary.start + 3 * j..boundary.start + 3 * j + 3].fill(d);
+            for a in boundary.start + 3 * j..boundary.start + 3 * j + 3 {
+                self.compliance[a] += d;
+            }
         }
     }
 }
@@ -435,6 +456,7 @@ fn check_desc(d: &IsometricDesc) -> Result<(), IsometricClothError> {
         }
     };
     non_negative("bending_stiffness", d.bending_stiffness)?;
+    non_negative("proximal_weight", d.proximal_weight)?;
     non_negative("boundary_compliance", d.boundary_compliance)?;
     non_negative("conforming_compliance", d.conforming_compliance)?;
     let p = &d.step.projection;

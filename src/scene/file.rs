@@ -179,12 +179,21 @@ pub struct IsometricSolverSection {
     /// β of the tangential contact rows, D = β w_p (dimensionless; 0 = hard friction).
     #[serde(default = "default_friction_compliance")]
     pub friction_compliance: f64,
-    /// β_b of the boundary rows (3.4), D = β_b w_k (dimensionless; 0 = hard).
+    /// β_b of the boundary rows (3.4): extra proximal weight D += β_b w_k (dimensionless).
     #[serde(default = "default_boundary_compliance")]
     pub boundary_compliance: f64,
-    /// β_c of the conforming rows (3.3), D = β_c w_k (dimensionless; 0 = hard).
+    /// β_c of the conforming rows (3.3): extra proximal weight D += β_c w_k (dimensionless).
     #[serde(default)]
     pub conforming_compliance: f64,
+    /// β: proximal weight of every constraint row, D = β (J W Jᵀ)_aa (dimensionless).
+    #[serde(default = "default_proximal_weight")]
+    pub proximal_weight: f64,
+    /// β_n of the normal contact rows, D = β_n w_p (dimensionless).
+    #[serde(default = "default_contact_compliance")]
+    pub contact_compliance: f64,
+    /// Gauss–Newton iterations (eq. 3.25) before the switch to fast projection.
+    #[serde(default = "default_gauss_newton_iterations")]
+    pub gauss_newton_iterations: u32,
 }
 
 impl Default for IsometricSolverSection {
@@ -200,6 +209,9 @@ impl Default for IsometricSolverSection {
             friction_compliance: default_friction_compliance(),
             boundary_compliance: default_boundary_compliance(),
             conforming_compliance: 0.0,
+            proximal_weight: default_proximal_weight(),
+            contact_compliance: default_contact_compliance(),
+            gauss_newton_iterations: default_gauss_newton_iterations(),
         }
     }
 }
@@ -220,7 +232,16 @@ fn default_friction_compliance() -> f64 {
     1e-3
 }
 fn default_boundary_compliance() -> f64 {
-    1e-4
+    0.0
+}
+fn default_proximal_weight() -> f64 {
+    1e-6
+}
+fn default_contact_compliance() -> f64 {
+    1e-2
+}
+fn default_gauss_newton_iterations() -> u32 {
+    2
 }
 
 /// `[solver.isometric] coupling`.

@@ -1146,6 +1146,8 @@ fn isometric_budget(
         ("friction_compliance", s.friction_compliance),
         ("boundary_compliance", s.boundary_compliance),
         ("conforming_compliance", s.conforming_compliance),
+        ("proximal_weight", s.proximal_weight),
+        ("contact_compliance", s.contact_compliance),
     ] {
         if !(v.is_finite() && v >= 0.0) {
             return Err((key, format!("must be finite and >= 0, got {v}")));
@@ -1201,6 +1203,7 @@ fn isometric_desc(
     let mut projection = ProjectionSettings {
         tolerance: s.strain_tolerance,
         max_iterations: s.newton_max_iterations,
+        gauss_newton_iterations: s.gauss_newton_iterations,
         ..ProjectionSettings::default()
     };
     projection.cg.max_iterations = s.cg_max_iterations;
@@ -1211,6 +1214,7 @@ fn isometric_desc(
             RestShapeKind::Flat => RestShape::Flat,
             RestShapeKind::Input => RestShape::Input,
         },
+        proximal_weight: s.proximal_weight,
         boundary_compliance: s.boundary_compliance,
         conforming_compliance: s.conforming_compliance,
         integrator: match s.integrator {
@@ -1228,6 +1232,7 @@ fn isometric_desc(
                 SecondTargetKind::Collided => SecondTarget::Collided,
             },
             friction_compliance: Some(s.friction_compliance),
+            contact_compliance: s.contact_compliance,
             ..IsometricSettings::default()
         },
     }))
