@@ -365,19 +365,17 @@ fn isometric_rust_hash(frames: u32) -> String {
 fn isometric_c_program_matches_the_rust_api() {
     let frames = 4;
     let expected = isometric_rust_hash(frames);
-    let exe = build_c(
-        &root().join("tests/c/isometric.c"),
-        "isometric",
-        Link::Static,
-    );
-    let out = run(Command::new(&exe).arg(frames.to_string()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("vertices 289 triangles 512"), "{stdout}");
-    assert_eq!(
-        printed_hash(&out),
-        expected,
-        "isometric.c and the Rust API disagree:\n{stdout}"
-    );
+    for link in [Link::Static, Link::Shared] {
+        let exe = build_c(&root().join("tests/c/isometric.c"), "isometric", link);
+        let out = run(Command::new(&exe).arg(frames.to_string()));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("vertices 289 triangles 512"), "{stdout}");
+        assert_eq!(
+            printed_hash(&out),
+            expected,
+            "isometric.c ({link:?}) and the Rust API disagree:\n{stdout}"
+        );
+    }
 }
 
 #[test]

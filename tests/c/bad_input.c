@@ -11,6 +11,7 @@
  * Usage: bad_input <path of samples/drape-33.toml>
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,6 +738,44 @@ int main(int argc, char **argv) {
   OK(weft_world_cloths(scene, cloth_list, 4, &listed));
   EXPECT(weft_cloth_vertex_count(world, cloth_list[0], &n), WEFT_STATUS_STALE_HANDLE);
   OK(weft_world_destroy(scene));
+
+  /* ---- Structs from an older weft.h (before the appended fields): refused
+   * by size, and never read past their end (valgrind checks the heap blocks,
+   * which hold only the older struct). ---- */
+  {
+    size_t old_world = offsetof(weft_world_desc, governor);
+    weft_world_desc *ow = malloc(old_world);
+    size_t old_cloth = offsetof(weft_cloth_desc, isometric);
+    weft_cloth_desc *oc = malloc(old_cloth);
+    size_t old_collider = offsetof(weft_collider_desc, thickness);
+    weft_collider_desc *ok = malloc(old_collider);
+    size_t old_stats = offsetof(weft_step_stats, newton_iterations);
+    weft_step_stats *os = malloc(old_stats);
+    if (ow == NULL || oc == NULL || ok == NULL || os == NULL) {
+      fprintf(stderr, "malloc failed\n");
+      return 2;
+    }
+    memcpy(ow, &wd, old_world);
+    ow->size = (uint32_t)old_world;
+    memcpy(oc, &cd, old_cloth);
+    oc->size = (uint32_t)old_cloth;
+    memcpy(ok, &kd, old_collider);
+    ok->size = (uint32_t)old_collider;
+    memset(os, 0, old_stats);
+    os->size = (uint32_t)old_stats;
+    weft_world *never = NULL;
+    EXPECT(weft_world_create(ow, &never), WEFT_STATUS_DESCRIPTOR_SIZE);
+    if (never != NULL) failures++;
+    weft_cloth none;
+    EXPECT(weft_cloth_create(world, oc, &none), WEFT_STATUS_DESCRIPTOR_SIZE);
+    weft_collider nothing;
+    EXPECT(weft_collider_create(world, ok, &nothing), WEFT_STATUS_DESCRIPTOR_SIZE);
+    EXPECT(weft_world_step(world, 1.0f / 60.0f, os), WEFT_STATUS_DESCRIPTOR_SIZE);
+    free(ow);
+    free(oc);
+    free(ok);
+    free(os);
+  }
 
   /* ---- An isometric cloth: the subdivided mesh through every per-vertex call ---- */
   {
