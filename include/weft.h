@@ -10,8 +10,56 @@
 #include <stdint.h>
 #include <stddef.h>
 
-// Cloth model: Baraff–Witkin 1998 implicit cloth (the only model so far).
+// Cloth model: Baraff–Witkin 1998 implicit cloth.
 #define WEFT_MODEL_BARAFF_WITKIN 0
+
+// Cloth model: Wang 2012 isometric cloth (`weft_isometric_settings`). The
+// simulated mesh is the 4:1 subdivision of the caller's mesh: input vertex
+// `i` keeps index `i`, edge midpoints follow (`weft_cloth_vertex_count`,
+// `weft_cloth_triangles`).
+#define WEFT_MODEL_ISOMETRIC 1
+
+// Isometric coupling: project, then collide (Wang 2012 Table 3.1 lines 1–3, 7).
+#define WEFT_COUPLING_STAGGERED 0
+
+// Isometric coupling: collisions fed back as constraints (all of Table 3.1; the default).
+#define WEFT_COUPLING_SIMULTANEOUS 1
+
+// Isometric time integrator: backward Euler (the default).
+#define WEFT_INTEGRATOR_BACKWARD_EULER 0
+
+// Isometric time integrator: BDF2 (backward Euler on the first step).
+#define WEFT_INTEGRATOR_BDF2 1
+
+// Isometric bending rest shape: flat (Wang 2012 eq. 3.5).
+#define WEFT_REST_SHAPE_FLAT 0
+
+// Isometric bending rest shape: the input mesh's curvature (eq. 3.8; the default).
+#define WEFT_REST_SHAPE_INPUT 1
+
+// Target of the isometric second projection: the prediction x̃ (the default).
+#define WEFT_SECOND_TARGET_PREDICTION 0
+
+// Target of the isometric second projection: the collided positions x_c.
+#define WEFT_SECOND_TARGET_COLLIDED 1
+
+// Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
+#define WEFT_BENDING_BARAFF_WITKIN 0
+
+// Baraff–Witkin bending: discrete-shell (dihedral) bending.
+#define WEFT_BENDING_DIHEDRAL 1
+
+// Bending force integrated implicitly with everything else (the default).
+#define WEFT_BENDING_INTEGRATION_IMPLICIT 0
+
+// Bending force explicit, the rest implicit (IMEX, METHODS-bw-bridson §4.8).
+#define WEFT_BENDING_INTEGRATION_IMEX 1
+
+// Iteration caps fixed at the world descriptor's (the default).
+#define WEFT_GOVERNOR_FIXED 0
+
+// The governor lowers the CG cap when a frame would overrun `frame_budget_ms`.
+#define WEFT_GOVERNOR_ADAPTIVE 1
 
 // Hinges rest flat.
 #define WEFT_REST_ANGLES_FLAT 0
@@ -151,6 +199,38 @@ typedef struct weft_collision_desc {
   uint32_t max_zone_rounds;
 } weft_collision_desc;
 
+// Settings of the isometric model (`WEFT_MODEL_ISOMETRIC`, Wang 2012): the
+// Gauss–Newton projection, the Table 3.1 step and the bending material.
+typedef struct weft_isometric_settings {
+  // Strain tolerance ε of the Gauss–Newton stopping test, in (0, 1) (default 1e-3).
+  double strain_tolerance;
+  // Gauss–Newton iteration cap per projection, ≥ 1 (default 20; the
+  // world's `newton_max_iterations` also applies).
+  uint32_t newton_max_iterations;
+  // PCG iteration cap per Gauss–Newton iteration, ≥ 1 (default 1000; the
+  // world's `cg_max_iterations` also applies).
+  uint32_t cg_max_iterations;
+  // PCG relative tolerance, in (0, 1) (default 1e-6).
+  double cg_tolerance;
+  // `WEFT_COUPLING_*`.
+  uint32_t coupling;
+  // `WEFT_INTEGRATOR_*`.
+  uint32_t integrator;
+  // `WEFT_SECOND_TARGET_*`.
+  uint32_t second_target;
+  // `WEFT_REST_SHAPE_*`: the rest shape of the bending energy.
+  uint32_t rest_shape;
+  // β of the tangential contact rows, D = β w (dimensionless, ≥ 0; 0: hard
+  // friction; default 1e-3).
+  double friction_compliance;
+  // β_b of the boundary rows (eq. 3.4), D = β_b w (≥ 0; default 1e-4).
+  double boundary_compliance;
+  // β_c of the conforming rows (eq. 3.3), D = β_c w (≥ 0; default 0).
+  double conforming_compliance;
+  // Bending stiffness k_b (J, ≥ 0; eq. 3.5; default 1e-5).
+  double bending_stiffness;
+} weft_isometric_settings;
+
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
 typedef struct weft_cloth_desc {
   // `sizeof(weft_cloth_desc)`.
@@ -179,8 +259,11 @@ typedef struct weft_cloth_desc {
   float air_damping;
   // Initial velocity of every vertex (m/s).
   float initial_velocity[3];
-  // `WEFT_MODEL_*`; only `WEFT_MODEL_BARAFF_WITKIN` for now, others give
-  // `WEFT_STATUS_UNSUPPORTED`.
+  // `WEFT_MODEL_*`; an unknown value gives `WEFT_STATUS_UNSUPPORTED`.
+  // With `WEFT_MODEL_ISOMETRIC`, `material` and `baraff_witkin` are not
+  // used, `masses` must be NULL (the simulated mesh has more vertices than
+  // the caller's), and the collision stage's strain limit is off (the
+  // inextensibility constraints are the strain limit).
   uint32_t model;
   // The material.
   struct weft_material material;
@@ -190,6 +273,17 @@ typedef struct weft_cloth_desc {
   struct weft_collision_desc collision;
   // Optional (NULL): a NUL-terminated UTF-8 name.
   const char *name;
+  // Settings of `WEFT_MODEL_ISOMETRIC` (checked whatever the model).
+  struct weft_isometric_settings isometric;
+  // Baraff–Witkin bending model, `WEFT_BENDING_*`.
+  uint32_t bending_model;
+  // Baraff–Witkin bending integration, `WEFT_BENDING_INTEGRATION_*`.
+  uint32_t bending_integration;
+  // Implicit velocity smoothing after the collision stage (course notes
+  // §4.10), ≥ 0; 0 (default) or `smoothing_iterations` = 0 disables it.
+  float velocity_smoothing;
+  // CG iteration cap of velocity smoothing (default 8).
+  uint32_t smoothing_iterations;
 } weft_cloth_desc;
 
 // A cloth in a world, as C sees it. Compare all three fields for equality.
@@ -234,6 +328,11 @@ typedef struct weft_collider_desc {
   struct weft_pose pose;
   // Coulomb friction (≥ 0).
   float friction;
+  // `WEFT_SHAPE_TRIANGLE_MESH` only: the mesh's own thickness (m, ≥ 0); the
+  // collision stage keeps cloth this much farther away than the cloth's
+  // thickness alone. Analytic shapes must leave it 0 (their contact
+  // already keeps the cloth's thickness).
+  float thickness;
 } weft_collider_desc;
 
 // A collider (analytic or triangle mesh) in a world, as C sees it.
@@ -245,6 +344,26 @@ typedef struct weft_collider {
   // Generation of the slot when the collider was created.
   uint32_t generation;
 } weft_collider;
+
+// A uniform wind with deterministic gusts (`model::wind`): per triangle the
+// normal pressure ½ρA|u|C_n(u·n̂)n̂ (drag and lift of a plate) and skin
+// friction C_t, with u the air velocity relative to the triangle.
+typedef struct weft_wind {
+  // 0: no wind (the other fields are ignored), 1: wind.
+  uint32_t enabled;
+  // Mean wind velocity (m/s), finite.
+  float velocity[3];
+  // Air density (kg/m³), positive (default 1.2).
+  float density;
+  // Normal pressure (drag and lift) coefficient C_n, ≥ 0 (default 1.2).
+  float drag;
+  // Tangential skin-friction coefficient C_t, ≥ 0 (default 0.02).
+  float skin;
+  // Relative gust amplitude in [0, 1] (default 0: steady).
+  float gust;
+  // Gust period (s), positive (default 2).
+  float gust_period_s;
+} weft_wind;
 
 // World settings for `weft_world_create`.
 typedef struct weft_world_desc {
@@ -267,6 +386,10 @@ typedef struct weft_world_desc {
   float max_stretch_change;
   // Step control: successive halvings at most (0 disables; default 3).
   uint32_t max_halvings;
+  // `WEFT_GOVERNOR_*` (default fixed). Adaptive needs `frame_budget_ms` > 0.
+  uint32_t governor;
+  // Wind on every cloth (`enabled` = 0: still air, the default).
+  struct weft_wind wind;
 } weft_world_desc;
 
 // What `weft_scene_load` read.
@@ -329,6 +452,21 @@ typedef struct weft_step_stats {
   uint32_t pool_overflows;
   // Largest edge strain |l/l0 − 1| at the end of the frame.
   float max_strain;
+  // Isometric cloths: Gauss–Newton iterations, summed over every projection.
+  uint32_t newton_iterations;
+  // Isometric cloths: largest Gauss–Newton iteration count of one substep.
+  uint32_t newton_max_iterations;
+  // Isometric cloths: projections stopped by the Newton cap or the deadline.
+  uint32_t newton_unconverged;
+  // Isometric cloths: nodes given contact rows, summed over substeps.
+  uint32_t contact_rows;
+  // Isometric cloths: largest base-edge strain at the end of the frame,
+  // through the edge's midpoint node (METHODS-wang §10).
+  double base_strain_midpoint;
+  // Isometric cloths: largest base-edge strain end to end.
+  double base_strain_end_to_end;
+  // Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
+  double bending_energy;
 } weft_step_stats;
 
 #ifdef __cplusplus
@@ -342,6 +480,8 @@ extern "C" {
 weft_status weft_cloth_desc_default(struct weft_cloth_desc *out);
 
 // Creates a cloth from `desc` (arrays are copied); `*out` receives its handle.
+// With `WEFT_MODEL_ISOMETRIC` the cloth is the 4:1 subdivision of the given
+// mesh (see `weft_cloth_vertex_count` and `weft_cloth_triangles`).
 //
 // # Safety
 // `world` NULL or live; `desc` NULL or a readable descriptor whose arrays
@@ -357,7 +497,8 @@ weft_status weft_cloth_create(struct weft_world *world,
 // `world` NULL or live.
 weft_status weft_cloth_destroy(struct weft_world *world, struct weft_cloth cloth);
 
-// `*out` receives the cloth's vertex count.
+// `*out` receives the cloth's vertex count: the simulated mesh's, which for
+// an isometric cloth is the input's plus one per input edge.
 //
 // # Safety
 // `world` NULL or live; `out` NULL or writable.
@@ -435,6 +576,38 @@ weft_status weft_cloth_copy_normals(struct weft_world *world,
                                     struct weft_cloth cloth,
                                     float *out,
                                     uint32_t capacity);
+
+// `*out` receives the number of triangles of the simulated mesh (for an
+// isometric cloth, four per input triangle).
+//
+// # Safety
+// `world` NULL or live; `out` NULL or writable.
+weft_status weft_cloth_triangle_count(struct weft_world *world,
+                                      struct weft_cloth cloth,
+                                      uint32_t *out);
+
+// Borrows the triangles of the simulated mesh: `*out` receives
+// `3 * *out_count` vertex indices (counter-clockwise seen from the front, as
+// the input), owned by weft, valid and unchanged until the cloth or world is
+// destroyed. For a Baraff–Witkin cloth they are the caller's triangles; for
+// an isometric cloth its 4:1 subdivision.
+//
+// # Safety
+// `world` NULL or live; `out`, `out_count` NULL or writable.
+weft_status weft_cloth_triangles(struct weft_world *world,
+                                 struct weft_cloth cloth,
+                                 const uint32_t **out,
+                                 uint32_t *out_count);
+
+// Copies the triangles (`3 * capacity` indices) into `out`;
+// `BUFFER_TOO_SMALL` if `capacity` is below the triangle count.
+//
+// # Safety
+// `world` NULL or live; `out` NULL or `3 * capacity` writable indices.
+weft_status weft_cloth_copy_triangles(struct weft_world *world,
+                                      struct weft_cloth cloth,
+                                      uint32_t *out,
+                                      uint32_t capacity);
 
 // Fills `*out` with the default collider (a static plane at the origin).
 //

@@ -5,6 +5,9 @@
 //! - `samples/c/drape.c`, built with `gcc -std=c99 -Wall -Wextra -Werror`
 //!   against the static and against the shared library, reproduces the state
 //!   hash of `samples/drape.toml` run through the scene loader;
+//! - `tests/c/isometric.c` builds a pinned 9 × 9 isometric cloth
+//!   (`WEFT_MODEL_ISOMETRIC`), reads back its 4:1 subdivided mesh and
+//!   reproduces the state hash of the same cloth built through the Rust API;
 //! - `tests/c/bad_input.c` feeds every function NULLs, stale and foreign
 //!   handles, out-of-range indices, NaN/inf, zero and huge counts and
 //!   wrong-size descriptors, then steps a valid frame, under valgrind
@@ -17,6 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+
+use weft::{ClothDesc, World, WorldSettings};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -238,6 +243,137 @@ fn drape_sample_reproduces_the_scene_hash() {
             printed_hash(&out),
             expected,
             "drape.c ({link:?}) and samples/drape.toml disagree"
+        );
+    }
+}
+
+/// The cloth of `tests/c/isometric.c` through the Rust API: the same grid,
+/// world, cloth and isometric settings, the j = 0 edge pinned where it is
+/// (what `weft_cloth_set_pins` with no targets does), `frames` frames.
+fn isometric_rust_hash(frames: u32) -> String {
+    use glam::{Vec2, Vec3};
+    use weft::collide::resolve::CollisionSettings;
+    use weft::collide::strain_limit::StrainLimit;
+    use weft::integrate::bdf2::Integrator;
+    use weft::integrate::implicit_euler::{BwSettings, RestAngles};
+    use weft::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
+    use weft::integrate::isometric_cloth::{IsometricDesc, RestShape};
+    use weft::integrate::projection::ProjectionSettings;
+    use weft::linalg::PcgSettings;
+    use weft::mesh::{Diagonals, GridSpec, grid};
+    use weft::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
+    use weft::runtime::budget::Budget;
+
+    const N: u32 = 9;
+    let mesh = grid(&GridSpec {
+        nx: N,
+        ny: N,
+        size: Vec2::splat(0.4),
+        centre: Vec3::new(0.0, 0.5, 0.0),
+        u_axis: Vec3::X,
+        v_axis: Vec3::NEG_Z,
+        diagonals: Diagonals::Alternating,
+    })
+    .expect("grid");
+    let mut world = World::new(WorldSettings {
+        substeps: 4,
+        budget: Budget {
+            cg_max_iterations: 300,
+            newton_max_iterations: 10,
+            ..Budget::default()
+        },
+        ..WorldSettings::default()
+    });
+    let mut projection = ProjectionSettings {
+        tolerance: 1e-3,
+        max_iterations: 10,
+        ..ProjectionSettings::default()
+    };
+    projection.cg.max_iterations = 300;
+    projection.cg.tolerance = 1e-6;
+    let iso = IsometricDesc {
+        bending_stiffness: 1e-4,
+        rest_shape: RestShape::Flat,
+        boundary_compliance: 1e-4,
+        conforming_compliance: 0.0,
+        integrator: Integrator::Bdf2,
+        step: IsometricSettings {
+            projection,
+            coupling: Coupling::Simultaneous,
+            second_target: SecondTarget::Prediction,
+            friction_compliance: Some(1e-3),
+            ..IsometricSettings::default()
+        },
+    };
+    let desc = ClothDesc {
+        name: "flag".into(),
+        mesh,
+        density: 0.1,
+        thickness: 0.004,
+        friction: 0.3,
+        air_damping: 0.0,
+        // The weft_cloth_desc defaults (not used by the isometric step).
+        model: BwSettings {
+            membrane: MembraneParams {
+                stretch_u: 1000.0,
+                stretch_v: 1000.0,
+                shear: 100.0,
+                rest_stretch_u: 1.0,
+                rest_stretch_v: 1.0,
+                stretch_damping: 0.002,
+                shear_damping: 0.002,
+            },
+            bend: BendParams {
+                stiffness: 1e-5,
+                damping: 0.002,
+            },
+            rest_angles: RestAngles::Flat,
+            bending: Default::default(),
+            bending_integration: Default::default(),
+            jacobian: JacobianMode::Definite,
+            pcg: PcgSettings {
+                max_iterations: 200,
+                tolerance: 1e-3,
+            },
+        },
+        pins: Vec::new(),
+        pin_velocity: Vec3::ZERO,
+        initial_velocity: Vec3::ZERO,
+        collision: CollisionSettings {
+            self_collision: false,
+            thickness: 0.004,
+            friction: 0.3,
+            strain_limit: Some(StrainLimit::default()),
+            ..CollisionSettings::default()
+        },
+    };
+    let c = world
+        .add_isometric_cloth(desc, iso)
+        .expect("isometric cloth");
+    for v in 0..N {
+        let x = world.cloths()[c].state().positions()[v as usize];
+        world.pin_vertex(c, v, x, Vec3::ZERO).expect("pin");
+    }
+    assert_eq!(world.cloths()[c].state().len(), 289);
+    for _ in 0..frames {
+        world.step(1.0 / 60.0).expect("the isometric flag steps");
+    }
+    format!("{:016x}", world.state_hash())
+}
+
+#[test]
+fn isometric_c_program_matches_the_rust_api() {
+    let frames = 4;
+    let expected = isometric_rust_hash(frames);
+    for link in [Link::Static, Link::Shared] {
+        let exe = build_c(&root().join("tests/c/isometric.c"), "isometric", link);
+        let out = run(Command::new(&exe).arg(frames.to_string()));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("vertices 289 triangles 512"), "{stdout}");
+        assert_eq!(
+            printed_hash(&out),
+            expected,
+            "isometric.c ({link:?}) and the Rust API disagree:\n{stdout}"
         );
     }
 }

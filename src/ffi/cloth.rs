@@ -1,10 +1,17 @@
 //! Cloth exports: create from caller arrays, destroy, pins, and reading
-//! positions and normals (borrowed or copied).
+//! positions, normals and triangles (borrowed or copied).
+//!
+//! An isometric cloth (`WEFT_MODEL_ISOMETRIC`) simulates the 4:1 subdivision
+//! of the caller's mesh: every per-vertex call (counts, pins, positions,
+//! normals) speaks of the subdivided mesh, whose first vertices are the
+//! caller's with the same indices (so pins given on input vertices pin the
+//! same indices) followed by one vertex per input edge;
+//! `weft_cloth_triangles` gives its triangles.
 
 use glam::Vec3;
 
-use super::boundary::{ffi_boundary, try_mut, try_ref};
-use super::desc::weft_cloth_desc;
+use super::boundary::{ffi_boundary, try_mut};
+use super::desc::{ClothSpec, sized_ref, weft_cloth_desc};
 use super::handles::weft_cloth;
 use super::status::{FfiError, weft_status};
 use super::world::weft_world;
@@ -23,6 +30,8 @@ pub unsafe extern "C" fn weft_cloth_desc_default(out: *mut weft_cloth_desc) -> w
 }
 
 /// Creates a cloth from `desc` (arrays are copied); `*out` receives its handle.
+/// With `WEFT_MODEL_ISOMETRIC` the cloth is the 4:1 subdivision of the given
+/// mesh (see `weft_cloth_vertex_count` and `weft_cloth_triangles`).
 ///
 /// # Safety
 /// `world` NULL or live; `desc` NULL or a readable descriptor whose arrays
@@ -35,12 +44,20 @@ pub unsafe extern "C" fn weft_cloth_create(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_create", {
         let w = try_mut!(world, "world");
-        let desc = try_ref!(desc, "desc");
         let out = try_mut!(out, "out");
         *out = weft_cloth::default();
         // SAFETY: forwarded from this function's contract.
-        let (cloth, masses) = unsafe { desc.read()? };
-        let index = w.in_pool(|world| world.add_cloth(cloth))?;
+        let desc = unsafe { sized_ref(desc, "desc", "weft_cloth_desc")? };
+        // SAFETY: forwarded from this function's contract.
+        let ClothSpec {
+            desc: cloth,
+            masses,
+            isometric,
+        } = unsafe { desc.read()? };
+        let index = match isometric {
+            Some(iso) => w.in_pool(|world| world.add_isometric_cloth(cloth, iso))?,
+            None => w.in_pool(|world| world.add_cloth(cloth))?,
+        };
         if let Some(m) = masses {
             if let Err(e) = w.world.set_cloth_masses(index, &m) {
                 w.in_pool(|world| world.remove_cloth(index).map(drop))?;
@@ -77,7 +94,8 @@ pub unsafe extern "C" fn weft_cloth_destroy(
     })
 }
 
-/// `*out` receives the cloth's vertex count.
+/// `*out` receives the cloth's vertex count: the simulated mesh's, which for
+/// an isometric cloth is the input's plus one per input edge.
 ///
 /// # Safety
 /// `world` NULL or live; `out` NULL or writable.
@@ -381,5 +399,86 @@ pub unsafe extern "C" fn weft_cloth_copy_normals(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_copy_normals", {
         copy(world, cloth, out, capacity, Field::Normals)
+    })
+}
+
+/// `*out` receives the number of triangles of the simulated mesh (for an
+/// isometric cloth, four per input triangle).
+///
+/// # Safety
+/// `world` NULL or live; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_triangle_count(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_triangle_count", {
+        let w = try_mut!(world, "world");
+        let out = try_mut!(out, "out");
+        let index = w.cloth(cloth)?.index;
+        *out = w.world.cloths()[index].triangles().len() as u32;
+        Ok(())
+    })
+}
+
+const _: () = assert!(std::mem::size_of::<[u32; 3]>() == 12);
+
+/// Borrows the triangles of the simulated mesh: `*out` receives
+/// `3 * *out_count` vertex indices (counter-clockwise seen from the front, as
+/// the input), owned by weft, valid and unchanged until the cloth or world is
+/// destroyed. For a Baraff–Witkin cloth they are the caller's triangles; for
+/// an isometric cloth its 4:1 subdivision.
+///
+/// # Safety
+/// `world` NULL or live; `out`, `out_count` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_triangles(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const u32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_triangles", {
+        let w = try_mut!(world, "world");
+        let out = try_mut!(out, "out");
+        let out_count = try_mut!(out_count, "out_count");
+        let index = w.cloth(cloth)?.index;
+        let t = w.world.cloths()[index].triangles();
+        *out = t.as_ptr().cast();
+        *out_count = t.len() as u32;
+        Ok(())
+    })
+}
+
+/// Copies the triangles (`3 * capacity` indices) into `out`;
+/// `BUFFER_TOO_SMALL` if `capacity` is below the triangle count.
+///
+/// # Safety
+/// `world` NULL or live; `out` NULL or `3 * capacity` writable indices.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_copy_triangles(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut u32,
+    capacity: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_copy_triangles", {
+        let w = try_mut!(world, "world");
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        let index = w.cloth(cloth)?.index;
+        let t = w.world.cloths()[index].triangles();
+        if (capacity as usize) < t.len() {
+            return Err(FfiError::new(
+                weft_status::WEFT_STATUS_BUFFER_TOO_SMALL,
+                format!("capacity {capacity} triangles, the cloth has {}", t.len()),
+            ));
+        }
+        // SAFETY: `out` holds `capacity` ≥ t.len() triangles of 3 indices (the
+        // export's contract); source and destination do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(t.as_ptr().cast::<u32>(), out, 3 * t.len()) };
+        Ok(())
     })
 }

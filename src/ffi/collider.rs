@@ -2,7 +2,7 @@
 //! per-frame pose from which weft derives velocities.
 
 use super::boundary::{ffi_boundary, try_mut, try_ref};
-use super::desc::{ColliderSpec, read_pose, weft_collider_desc, weft_pose};
+use super::desc::{ColliderSpec, read_pose, sized_ref, weft_collider_desc, weft_pose};
 use super::handles::weft_collider;
 use super::status::weft_status;
 use super::world::{ColliderKind, weft_world};
@@ -35,11 +35,12 @@ pub unsafe extern "C" fn weft_collider_create(
 ) -> weft_status {
     ffi_boundary!("weft_collider_create", {
         let w = try_mut!(world, "world");
-        let desc = try_ref!(desc, "desc");
         let out = try_mut!(out, "out");
         *out = weft_collider::default();
         // SAFETY: forwarded from this function's contract.
-        let (spec, pose, friction) = unsafe { desc.read()? };
+        let desc = unsafe { sized_ref(desc, "desc", "weft_collider_desc")? };
+        // SAFETY: forwarded from this function's contract.
+        let (spec, pose, friction, thickness) = unsafe { desc.read()? };
         let mesh_err = |e: crate::mesh::MeshError| {
             super::status::FfiError::new(weft_status::WEFT_STATUS_INVALID_MESH, e.to_string())
         };
@@ -62,8 +63,7 @@ pub unsafe extern "C" fn weft_collider_create(
                         pose,
                         motion: Motion::default(),
                         friction,
-                        // No thickness field in the C descriptor yet.
-                        thickness: 0.0,
+                        thickness,
                     })
                 })
                 .map_err(mesh_err)?,

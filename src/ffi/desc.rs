@@ -3,7 +3,14 @@
 //! Every descriptor and out-struct begins with its own `size` (bytes), which
 //! the caller sets to `sizeof(struct)`: a later weft may append fields and
 //! still accept the older, shorter struct. This version accepts exactly its
-//! own size. Enumerations inside descriptors are plain `uint32_t` with
+//! own size: new fields are only ever appended at the end of a struct, but a
+//! host built against an older `weft.h` gets `WEFT_STATUS_DESCRIPTOR_SIZE`
+//! (never a read past its struct: the size is read alone first,
+//! [`sized_ref`]) and must be rebuilt against the new header. Structs that
+//! grew so far: `weft_cloth_desc` (isometric model, bending model and
+//! integration, velocity smoothing), `weft_world_desc` (governor, wind),
+//! `weft_collider_desc` (thickness) and `weft_step_stats` (isometric
+//! figures). Enumerations inside descriptors are plain `uint32_t` with
 //! `WEFT_*` constants, so an unknown value from C is an error, never
 //! undefined behaviour.
 
@@ -16,17 +23,55 @@ use super::status::{FfiError, weft_status};
 use crate::collide::resolve::CollisionSettings;
 use crate::collide::shapes::{Pose, Shape};
 use crate::collide::strain_limit::{StrainLimit, StrainMethod};
-use crate::integrate::implicit_euler::{BwSettings, RestAngles};
+use crate::integrate::bdf2::Integrator;
+use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSettings, RestAngles};
+use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
+use crate::integrate::isometric_cloth::{IsometricDesc, RestShape};
+use crate::integrate::projection::ProjectionSettings;
 use crate::linalg::PcgSettings;
 use crate::mesh::TriMesh;
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
-use crate::runtime::budget::Budget;
+use crate::model::wind::Wind;
+use crate::runtime::budget::{Budget, GovernorMode};
 use crate::runtime::profile::Stage;
 use crate::runtime::stats::FrameStats;
 use crate::world::{ClothDesc, StepControl, WorldSettings};
 
-/// Cloth model: Baraff–Witkin 1998 implicit cloth (the only model so far).
+/// Cloth model: Baraff–Witkin 1998 implicit cloth.
 pub const WEFT_MODEL_BARAFF_WITKIN: u32 = 0;
+/// Cloth model: Wang 2012 isometric cloth (`weft_isometric_settings`). The
+/// simulated mesh is the 4:1 subdivision of the caller's mesh: input vertex
+/// `i` keeps index `i`, edge midpoints follow (`weft_cloth_vertex_count`,
+/// `weft_cloth_triangles`).
+pub const WEFT_MODEL_ISOMETRIC: u32 = 1;
+/// Isometric coupling: project, then collide (Wang 2012 Table 3.1 lines 1–3, 7).
+pub const WEFT_COUPLING_STAGGERED: u32 = 0;
+/// Isometric coupling: collisions fed back as constraints (all of Table 3.1; the default).
+pub const WEFT_COUPLING_SIMULTANEOUS: u32 = 1;
+/// Isometric time integrator: backward Euler (the default).
+pub const WEFT_INTEGRATOR_BACKWARD_EULER: u32 = 0;
+/// Isometric time integrator: BDF2 (backward Euler on the first step).
+pub const WEFT_INTEGRATOR_BDF2: u32 = 1;
+/// Isometric bending rest shape: flat (Wang 2012 eq. 3.5).
+pub const WEFT_REST_SHAPE_FLAT: u32 = 0;
+/// Isometric bending rest shape: the input mesh's curvature (eq. 3.8; the default).
+pub const WEFT_REST_SHAPE_INPUT: u32 = 1;
+/// Target of the isometric second projection: the prediction x̃ (the default).
+pub const WEFT_SECOND_TARGET_PREDICTION: u32 = 0;
+/// Target of the isometric second projection: the collided positions x_c.
+pub const WEFT_SECOND_TARGET_COLLIDED: u32 = 1;
+/// Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
+pub const WEFT_BENDING_BARAFF_WITKIN: u32 = 0;
+/// Baraff–Witkin bending: discrete-shell (dihedral) bending.
+pub const WEFT_BENDING_DIHEDRAL: u32 = 1;
+/// Bending force integrated implicitly with everything else (the default).
+pub const WEFT_BENDING_INTEGRATION_IMPLICIT: u32 = 0;
+/// Bending force explicit, the rest implicit (IMEX, METHODS-bw-bridson §4.8).
+pub const WEFT_BENDING_INTEGRATION_IMEX: u32 = 1;
+/// Iteration caps fixed at the world descriptor's (the default).
+pub const WEFT_GOVERNOR_FIXED: u32 = 0;
+/// The governor lowers the CG cap when a frame would overrun `frame_budget_ms`.
+pub const WEFT_GOVERNOR_ADAPTIVE: u32 = 1;
 /// Hinges rest flat.
 pub const WEFT_REST_ANGLES_FLAT: u32 = 0;
 /// Hinges rest at the angles of the input mesh.
@@ -76,6 +121,33 @@ pub struct weft_world_desc {
     pub max_stretch_change: f32,
     /// Step control: successive halvings at most (0 disables; default 3).
     pub max_halvings: u32,
+    /// `WEFT_GOVERNOR_*` (default fixed). Adaptive needs `frame_budget_ms` > 0.
+    pub governor: u32,
+    /// Wind on every cloth (`enabled` = 0: still air, the default).
+    pub wind: weft_wind,
+}
+
+/// A uniform wind with deterministic gusts (`model::wind`): per triangle the
+/// normal pressure ½ρA|u|C_n(u·n̂)n̂ (drag and lift of a plate) and skin
+/// friction C_t, with u the air velocity relative to the triangle.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weft_wind {
+    /// 0: no wind (the other fields are ignored), 1: wind.
+    pub enabled: u32,
+    /// Mean wind velocity (m/s), finite.
+    pub velocity: [f32; 3],
+    /// Air density (kg/m³), positive (default 1.2).
+    pub density: f32,
+    /// Normal pressure (drag and lift) coefficient C_n, ≥ 0 (default 1.2).
+    pub drag: f32,
+    /// Tangential skin-friction coefficient C_t, ≥ 0 (default 0.02).
+    pub skin: f32,
+    /// Relative gust amplitude in [0, 1] (default 0: steady).
+    pub gust: f32,
+    /// Gust period (s), positive (default 2).
+    pub gust_period_s: f32,
 }
 
 /// Baraff–Witkin material (N/m, N·m, s).
@@ -137,6 +209,41 @@ pub struct weft_collision_desc {
     pub max_zone_rounds: u32,
 }
 
+/// Settings of the isometric model (`WEFT_MODEL_ISOMETRIC`, Wang 2012): the
+/// Gauss–Newton projection, the Table 3.1 step and the bending material.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weft_isometric_settings {
+    /// Strain tolerance ε of the Gauss–Newton stopping test, in (0, 1) (default 1e-3).
+    pub strain_tolerance: f64,
+    /// Gauss–Newton iteration cap per projection, ≥ 1 (default 20; the
+    /// world's `newton_max_iterations` also applies).
+    pub newton_max_iterations: u32,
+    /// PCG iteration cap per Gauss–Newton iteration, ≥ 1 (default 1000; the
+    /// world's `cg_max_iterations` also applies).
+    pub cg_max_iterations: u32,
+    /// PCG relative tolerance, in (0, 1) (default 1e-6).
+    pub cg_tolerance: f64,
+    /// `WEFT_COUPLING_*`.
+    pub coupling: u32,
+    /// `WEFT_INTEGRATOR_*`.
+    pub integrator: u32,
+    /// `WEFT_SECOND_TARGET_*`.
+    pub second_target: u32,
+    /// `WEFT_REST_SHAPE_*`: the rest shape of the bending energy.
+    pub rest_shape: u32,
+    /// β of the tangential contact rows, D = β w (dimensionless, ≥ 0; 0: hard
+    /// friction; default 1e-3).
+    pub friction_compliance: f64,
+    /// β_b of the boundary rows (eq. 3.4), D = β_b w (≥ 0; default 1e-4).
+    pub boundary_compliance: f64,
+    /// β_c of the conforming rows (eq. 3.3), D = β_c w (≥ 0; default 0).
+    pub conforming_compliance: f64,
+    /// Bending stiffness k_b (J, ≥ 0; eq. 3.5; default 1e-5).
+    pub bending_stiffness: f64,
+}
+
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -168,8 +275,11 @@ pub struct weft_cloth_desc {
     pub air_damping: f32,
     /// Initial velocity of every vertex (m/s).
     pub initial_velocity: [f32; 3],
-    /// `WEFT_MODEL_*`; only `WEFT_MODEL_BARAFF_WITKIN` for now, others give
-    /// `WEFT_STATUS_UNSUPPORTED`.
+    /// `WEFT_MODEL_*`; an unknown value gives `WEFT_STATUS_UNSUPPORTED`.
+    /// With `WEFT_MODEL_ISOMETRIC`, `material` and `baraff_witkin` are not
+    /// used, `masses` must be NULL (the simulated mesh has more vertices than
+    /// the caller's), and the collision stage's strain limit is off (the
+    /// inextensibility constraints are the strain limit).
     pub model: u32,
     /// The material.
     pub material: weft_material,
@@ -179,6 +289,17 @@ pub struct weft_cloth_desc {
     pub collision: weft_collision_desc,
     /// Optional (NULL): a NUL-terminated UTF-8 name.
     pub name: *const c_char,
+    /// Settings of `WEFT_MODEL_ISOMETRIC` (checked whatever the model).
+    pub isometric: weft_isometric_settings,
+    /// Baraff–Witkin bending model, `WEFT_BENDING_*`.
+    pub bending_model: u32,
+    /// Baraff–Witkin bending integration, `WEFT_BENDING_INTEGRATION_*`.
+    pub bending_integration: u32,
+    /// Implicit velocity smoothing after the collision stage (course notes
+    /// §4.10), ≥ 0; 0 (default) or `smoothing_iterations` = 0 disables it.
+    pub velocity_smoothing: f32,
+    /// CG iteration cap of velocity smoothing (default 8).
+    pub smoothing_iterations: u32,
 }
 
 /// A rigid placement: `rotation * p + position`.
@@ -219,6 +340,11 @@ pub struct weft_collider_desc {
     pub pose: weft_pose,
     /// Coulomb friction (≥ 0).
     pub friction: f32,
+    /// `WEFT_SHAPE_TRIANGLE_MESH` only: the mesh's own thickness (m, ≥ 0); the
+    /// collision stage keeps cloth this much farther away than the cloth's
+    /// thickness alone. Analytic shapes must leave it 0 (their contact
+    /// already keeps the cloth's thickness).
+    pub thickness: f32,
 }
 
 /// What one `weft_world_step` did.
@@ -270,6 +396,21 @@ pub struct weft_step_stats {
     pub pool_overflows: u32,
     /// Largest edge strain |l/l0 − 1| at the end of the frame.
     pub max_strain: f32,
+    /// Isometric cloths: Gauss–Newton iterations, summed over every projection.
+    pub newton_iterations: u32,
+    /// Isometric cloths: largest Gauss–Newton iteration count of one substep.
+    pub newton_max_iterations: u32,
+    /// Isometric cloths: projections stopped by the Newton cap or the deadline.
+    pub newton_unconverged: u32,
+    /// Isometric cloths: nodes given contact rows, summed over substeps.
+    pub contact_rows: u32,
+    /// Isometric cloths: largest base-edge strain at the end of the frame,
+    /// through the edge's midpoint node (METHODS-wang §10).
+    pub base_strain_midpoint: f64,
+    /// Isometric cloths: largest base-edge strain end to end.
+    pub base_strain_end_to_end: f64,
+    /// Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
+    pub bending_energy: f64,
 }
 
 /// What `weft_scene_load` read.
@@ -287,6 +428,48 @@ pub struct weft_scene_info {
     pub cloth_count: u32,
     /// Colliders created.
     pub collider_count: u32,
+}
+
+/// Dereferences the size-prefixed struct argument `arg` of type `what`: NULL is `NULL_ARGUMENT`; the
+/// leading `u32` size is read alone first and must equal `size_of::<T>()`
+/// (`DESCRIPTOR_SIZE`), so a smaller struct from an older header is never
+/// read past its end.
+///
+/// # Safety
+/// A non-null `ptr` points at a readable, aligned struct that begins with a
+/// `u32` size and holds at least that many bytes.
+pub(crate) unsafe fn sized_ref<'a, T>(
+    ptr: *const T,
+    arg: &str,
+    what: &str,
+) -> Result<&'a T, FfiError> {
+    if ptr.is_null() {
+        return Err(FfiError::null(arg));
+    }
+    // SAFETY: non-null; every size-prefixed struct begins with its `u32` size.
+    let size = unsafe { ptr.cast::<u32>().read() };
+    check_size::<T>(size, what)?;
+    // SAFETY: the caller's struct holds `size` = size_of::<T>() bytes.
+    Ok(unsafe { &*ptr })
+}
+
+/// [`sized_ref`] for an out-struct.
+///
+/// # Safety
+/// As [`sized_ref`], and writable.
+pub(crate) unsafe fn sized_mut<'a, T>(
+    ptr: *mut T,
+    arg: &str,
+    what: &str,
+) -> Result<&'a mut T, FfiError> {
+    if ptr.is_null() {
+        return Err(FfiError::null(arg));
+    }
+    // SAFETY: non-null; every size-prefixed struct begins with its `u32` size.
+    let size = unsafe { ptr.cast::<u32>().read() };
+    check_size::<T>(size, what)?;
+    // SAFETY: the caller's struct holds `size` = size_of::<T>() writable bytes.
+    Ok(unsafe { &mut *ptr })
 }
 
 /// Checks that a struct's leading `size` equals this library's `size_of::<T>()`.
@@ -455,6 +638,8 @@ impl weft_world_desc {
             newton_max_iterations: s.budget.newton_max_iterations,
             max_stretch_change: s.step_control.max_stretch_change,
             max_halvings: s.step_control.max_halvings,
+            governor: WEFT_GOVERNOR_FIXED,
+            wind: weft_wind::default_desc(),
         }
     }
 
@@ -479,6 +664,21 @@ impl weft_world_desc {
         )?;
         positive(self.max_stretch_change, "max_stretch_change")?;
         count(self.max_halvings, 0, 16, "max_halvings")?;
+        let governor = match self.governor {
+            WEFT_GOVERNOR_FIXED => GovernorMode::Fixed,
+            WEFT_GOVERNOR_ADAPTIVE => GovernorMode::Adaptive,
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "`governor` is {other}, not a WEFT_GOVERNOR_* value"
+                )));
+            }
+        };
+        if governor == GovernorMode::Adaptive && ms <= 0.0 {
+            return Err(FfiError::invalid(
+                "`governor` is WEFT_GOVERNOR_ADAPTIVE but `frame_budget_ms` is 0 (no budget to adapt to)",
+            ));
+        }
+        let wind = self.wind.read()?;
         Ok(WorldSettings {
             gravity,
             substeps: self.substeps,
@@ -486,16 +686,177 @@ impl weft_world_desc {
                 frame_ms: (ms > 0.0).then_some(ms),
                 cg_max_iterations: self.cg_max_iterations,
                 newton_max_iterations: self.newton_max_iterations,
-                // The C descriptor has no governor yet: fixed caps, so a
-                // host's results depend only on what it passed in.
-                governor: crate::runtime::budget::GovernorMode::Fixed,
+                governor,
             },
             step_control: StepControl {
                 max_stretch_change: self.max_stretch_change,
                 max_halvings: self.max_halvings,
             },
             energy_stats: false,
-            wind: None,
+            wind,
+        })
+    }
+}
+
+impl weft_wind {
+    /// No wind; the coefficients of `model::wind::Wind::default`.
+    pub(crate) fn default_desc() -> Self {
+        let w = Wind::default();
+        Self {
+            enabled: 0,
+            velocity: w.velocity.to_array(),
+            density: w.density,
+            drag: w.drag,
+            skin: w.skin,
+            gust: w.gust,
+            gust_period_s: w.gust_period_s,
+        }
+    }
+
+    /// The validated wind, `None` when disabled (the scene file's `[wind]` checks).
+    fn read(&self) -> Result<Option<Wind>, FfiError> {
+        match self.enabled {
+            0 => return Ok(None),
+            1 => {}
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "`wind.enabled` is {other}, must be 0 or 1"
+                )));
+            }
+        }
+        let velocity = vec3(self.velocity, "wind.velocity")?;
+        positive(self.density, "wind.density")?;
+        positive(self.gust_period_s, "wind.gust_period_s")?;
+        non_negative(self.drag, "wind.drag")?;
+        non_negative(self.skin, "wind.skin")?;
+        if !(0.0..=1.0).contains(&finite(self.gust, "wind.gust")?) {
+            return Err(FfiError::invalid(format!(
+                "`wind.gust` must be in [0, 1], got {}",
+                self.gust
+            )));
+        }
+        Ok(Some(Wind {
+            velocity,
+            density: self.density,
+            drag: self.drag,
+            skin: self.skin,
+            gust: self.gust,
+            gust_period_s: self.gust_period_s,
+        }))
+    }
+}
+
+impl weft_isometric_settings {
+    /// The scene-file defaults (`[solver.isometric]`, `[cloth.isometric]`).
+    pub(crate) fn default_desc() -> Self {
+        let d = IsometricDesc::default();
+        let p = ProjectionSettings::default();
+        Self {
+            strain_tolerance: p.tolerance,
+            newton_max_iterations: p.max_iterations,
+            cg_max_iterations: p.cg.max_iterations,
+            cg_tolerance: p.cg.tolerance,
+            coupling: WEFT_COUPLING_SIMULTANEOUS,
+            integrator: WEFT_INTEGRATOR_BACKWARD_EULER,
+            second_target: WEFT_SECOND_TARGET_PREDICTION,
+            rest_shape: WEFT_REST_SHAPE_INPUT,
+            friction_compliance: d.step.friction_compliance.unwrap_or(1e-3),
+            boundary_compliance: d.boundary_compliance,
+            conforming_compliance: d.conforming_compliance,
+            // The scene file's default k_b (cloth-like), not the model's 1e-3.
+            bending_stiffness: 1e-5,
+        }
+    }
+
+    /// The validated model settings (the checks of the scene file's
+    /// `[solver.isometric]` and `[cloth.isometric]`, field names prefixed
+    /// `isometric.`).
+    fn read(&self) -> Result<IsometricDesc, FfiError> {
+        let open_unit = |v: f64, what: &str| -> Result<f64, FfiError> {
+            if finite64(v, what)? > 0.0 && v < 1.0 {
+                Ok(v)
+            } else {
+                Err(FfiError::invalid(format!(
+                    "`{what}` must be in (0, 1), got {v}"
+                )))
+            }
+        };
+        let strain_tolerance = open_unit(self.strain_tolerance, "isometric.strain_tolerance")?;
+        let cg_tolerance = open_unit(self.cg_tolerance, "isometric.cg_tolerance")?;
+        count(
+            self.newton_max_iterations,
+            1,
+            u32::MAX,
+            "isometric.newton_max_iterations",
+        )?;
+        count(
+            self.cg_max_iterations,
+            1,
+            u32::MAX,
+            "isometric.cg_max_iterations",
+        )?;
+        for (v, what) in [
+            (self.friction_compliance, "isometric.friction_compliance"),
+            (self.boundary_compliance, "isometric.boundary_compliance"),
+            (
+                self.conforming_compliance,
+                "isometric.conforming_compliance",
+            ),
+            (self.bending_stiffness, "isometric.bending_stiffness"),
+        ] {
+            if finite64(v, what)? < 0.0 {
+                return Err(FfiError::invalid(format!(
+                    "`{what}` must be non-negative, got {v}"
+                )));
+            }
+        }
+        let choice = |v: u32, what: &str, prefix: &str| {
+            FfiError::invalid(format!("`{what}` is {v}, not a {prefix}* value"))
+        };
+        let coupling = match self.coupling {
+            WEFT_COUPLING_STAGGERED => Coupling::Staggered,
+            WEFT_COUPLING_SIMULTANEOUS => Coupling::Simultaneous,
+            v => return Err(choice(v, "isometric.coupling", "WEFT_COUPLING_")),
+        };
+        let integrator = match self.integrator {
+            WEFT_INTEGRATOR_BACKWARD_EULER => Integrator::BackwardEuler,
+            WEFT_INTEGRATOR_BDF2 => Integrator::Bdf2,
+            v => return Err(choice(v, "isometric.integrator", "WEFT_INTEGRATOR_")),
+        };
+        let second_target = match self.second_target {
+            WEFT_SECOND_TARGET_PREDICTION => SecondTarget::Prediction,
+            WEFT_SECOND_TARGET_COLLIDED => SecondTarget::Collided,
+            v => {
+                return Err(choice(v, "isometric.second_target", "WEFT_SECOND_TARGET_"));
+            }
+        };
+        let rest_shape = match self.rest_shape {
+            WEFT_REST_SHAPE_FLAT => RestShape::Flat,
+            WEFT_REST_SHAPE_INPUT => RestShape::Input,
+            v => return Err(choice(v, "isometric.rest_shape", "WEFT_REST_SHAPE_")),
+        };
+        // The mapping of `scene::isometric_desc`, so a C host and a scene file
+        // with the same values build the same cloth.
+        let mut projection = ProjectionSettings {
+            tolerance: strain_tolerance,
+            max_iterations: self.newton_max_iterations,
+            ..ProjectionSettings::default()
+        };
+        projection.cg.max_iterations = self.cg_max_iterations;
+        projection.cg.tolerance = cg_tolerance;
+        Ok(IsometricDesc {
+            bending_stiffness: self.bending_stiffness,
+            rest_shape,
+            boundary_compliance: self.boundary_compliance,
+            conforming_compliance: self.conforming_compliance,
+            integrator,
+            step: IsometricSettings {
+                projection,
+                coupling,
+                second_target,
+                friction_compliance: Some(self.friction_compliance),
+                ..IsometricSettings::default()
+            },
         })
     }
 }
@@ -545,23 +906,39 @@ impl weft_cloth_desc {
                 max_zone_rounds: c.max_zone_rounds,
             },
             name: std::ptr::null(),
+            isometric: weft_isometric_settings::default_desc(),
+            bending_model: WEFT_BENDING_BARAFF_WITKIN,
+            bending_integration: WEFT_BENDING_INTEGRATION_IMPLICIT,
+            velocity_smoothing: 0.0,
+            smoothing_iterations: 8,
         }
     }
 
-    /// A validated [`ClothDesc`] and the optional per-vertex masses.
+    /// A validated [`ClothDesc`], the optional per-vertex masses and, for
+    /// `WEFT_MODEL_ISOMETRIC`, the isometric model.
     ///
     /// # Safety
     /// The pointers must hold the lengths the field docs give; `name`, when
     /// not NULL, must be NUL-terminated.
-    pub(crate) unsafe fn read(&self) -> Result<(ClothDesc, Option<Vec<f32>>), FfiError> {
+    pub(crate) unsafe fn read(&self) -> Result<ClothSpec, FfiError> {
         check_size::<Self>(self.size, "weft_cloth_desc")?;
-        if self.model != WEFT_MODEL_BARAFF_WITKIN {
+        if self.model != WEFT_MODEL_BARAFF_WITKIN && self.model != WEFT_MODEL_ISOMETRIC {
             return Err(FfiError::new(
                 weft_status::WEFT_STATUS_UNSUPPORTED,
                 format!(
-                    "cloth model {} is not supported (WEFT_MODEL_BARAFF_WITKIN = {WEFT_MODEL_BARAFF_WITKIN})",
+                    "cloth model {} is not supported (WEFT_MODEL_BARAFF_WITKIN = \
+                     {WEFT_MODEL_BARAFF_WITKIN}, WEFT_MODEL_ISOMETRIC = {WEFT_MODEL_ISOMETRIC})",
                     self.model
                 ),
+            ));
+        }
+        // Checked whatever the model, so a bad value never waits for the
+        // day a host switches models.
+        let isometric = self.isometric.read()?;
+        if self.model == WEFT_MODEL_ISOMETRIC && !self.masses.is_null() {
+            return Err(FfiError::invalid(
+                "`masses` must be NULL with WEFT_MODEL_ISOMETRIC: the simulated mesh is the \
+                 4:1 subdivision, with more vertices than the caller's arrays",
             ));
         }
         // SAFETY: forwarded from this function's contract.
@@ -687,6 +1064,25 @@ impl weft_cloth_desc {
             )));
         }
         count(c.max_zone_rounds, 1, u32::MAX, "collision.max_zone_rounds")?;
+        let bending = match self.bending_model {
+            WEFT_BENDING_BARAFF_WITKIN => BendingModel::BaraffWitkin,
+            WEFT_BENDING_DIHEDRAL => BendingModel::DiscreteShell,
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "`bending_model` is {other}, not a WEFT_BENDING_* value"
+                )));
+            }
+        };
+        let bending_integration = match self.bending_integration {
+            WEFT_BENDING_INTEGRATION_IMPLICIT => BendingIntegration::Implicit,
+            WEFT_BENDING_INTEGRATION_IMEX => BendingIntegration::Imex,
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "`bending_integration` is {other}, not a WEFT_BENDING_INTEGRATION_* value"
+                )));
+            }
+        };
+        let smoothing = non_negative(self.velocity_smoothing, "velocity_smoothing")?;
         let thickness = non_negative(self.thickness, "thickness")?;
         let friction = non_negative(self.friction, "friction")?;
         let air_damping = non_negative(self.air_damping, "air_damping")?;
@@ -715,8 +1111,8 @@ impl weft_cloth_desc {
                     damping: m.bend_damping,
                 },
                 rest_angles,
-                bending: Default::default(),
-                bending_integration: Default::default(),
+                bending,
+                bending_integration,
                 jacobian,
                 pcg: PcgSettings {
                     max_iterations: bw.cg_max_iterations,
@@ -739,11 +1135,27 @@ impl weft_cloth_desc {
                 }),
                 ccd_rounds: c.ccd_rounds,
                 max_zone_rounds: c.max_zone_rounds,
-                velocity_smoothing: None,
+                // The mapping of the scene file's `[cloth.collision]`.
+                velocity_smoothing: (smoothing > 0.0 && self.smoothing_iterations > 0)
+                    .then_some((smoothing, self.smoothing_iterations)),
             },
         };
-        Ok((desc, masses))
+        Ok(ClothSpec {
+            desc,
+            masses,
+            isometric: (self.model == WEFT_MODEL_ISOMETRIC).then_some(isometric),
+        })
     }
+}
+
+/// A cloth read from C.
+pub(crate) struct ClothSpec {
+    /// The cloth (for the isometric model: its input mesh and collision settings).
+    pub(crate) desc: ClothDesc,
+    /// Per-vertex masses replacing the lumped ones (Baraff–Witkin only).
+    pub(crate) masses: Option<Vec<f32>>,
+    /// The isometric model, for `WEFT_MODEL_ISOMETRIC`.
+    pub(crate) isometric: Option<IsometricDesc>,
 }
 
 /// A collider read from C: analytic, or a triangle mesh.
@@ -770,15 +1182,16 @@ impl weft_collider_desc {
                 rotation: [0.0, 0.0, 0.0, 1.0],
             },
             friction: 0.3,
+            thickness: 0.0,
         }
     }
 
-    /// The validated shape or mesh, pose and friction.
+    /// The validated shape or mesh, pose, friction and thickness.
     ///
     /// # Safety
     /// For `WEFT_SHAPE_TRIANGLE_MESH` the mesh pointers must hold the lengths
     /// the field docs give.
-    pub(crate) unsafe fn read(&self) -> Result<(ColliderSpec, Pose, f32), FfiError> {
+    pub(crate) unsafe fn read(&self) -> Result<(ColliderSpec, Pose, f32, f32), FfiError> {
         check_size::<Self>(self.size, "weft_collider_desc")?;
         let spec = match self.shape {
             WEFT_SHAPE_PLANE => ColliderSpec::Analytic(Shape::Plane),
@@ -820,7 +1233,14 @@ impl weft_collider_desc {
         };
         let pose = read_pose(&self.pose)?;
         let friction = non_negative(self.friction, "friction")?;
-        Ok((spec, pose, friction))
+        let thickness = non_negative(self.thickness, "thickness")?;
+        if thickness > 0.0 && matches!(spec, ColliderSpec::Analytic(_)) {
+            return Err(FfiError::invalid(format!(
+                "`thickness` is {thickness}: only WEFT_SHAPE_TRIANGLE_MESH colliders take a \
+                 thickness (analytic shapes keep the cloth's), leave it 0"
+            )));
+        }
+        Ok((spec, pose, friction, thickness))
     }
 }
 
@@ -851,6 +1271,352 @@ impl weft_step_stats {
             last_resorts: s.last_resorts,
             pool_overflows: s.pool_overflows,
             max_strain: s.max_strain,
+            newton_iterations: s.newton_iterations,
+            newton_max_iterations: s.newton_max_iterations,
+            newton_unconverged: s.newton_unconverged,
+            contact_rows: s.contact_rows,
+            base_strain_midpoint: s.base_strain_midpoint,
+            base_strain_end_to_end: s.base_strain_end_to_end,
+            bending_energy: s.bending_energy,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::scene::Scene;
+
+    fn scene(text: &str) -> Scene {
+        Scene::from_toml(text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn scene_isometric(s: &Scene) -> IsometricDesc {
+        *s.entities
+            .query::<&IsometricDesc>()
+            .iter()
+            .next()
+            .expect("an isometric cloth")
+    }
+
+    fn scene_cloth(s: &Scene) -> ClothDesc {
+        s.entities
+            .query::<&ClothDesc>()
+            .iter()
+            .next()
+            .expect("a cloth")
+            .clone()
+    }
+
+    const GRID: &str = "[[cloth]]\n[cloth.grid]\nvertices = [3, 3]\nsize = [0.1, 0.1]\n";
+
+    #[test]
+    fn isometric_defaults_are_the_scene_file_defaults() {
+        let s = scene(&format!("[solver]\nmodel = \"isometric\"\n{GRID}"));
+        let c = weft_isometric_settings::default_desc()
+            .read()
+            .expect("the defaults are valid");
+        assert_eq!(c, scene_isometric(&s));
+    }
+
+    #[test]
+    fn isometric_settings_map_like_the_scene_file() {
+        let s = scene(&format!(
+            r#"[solver]
+model = "isometric"
+[solver.isometric]
+strain_tolerance = 2e-3
+newton_max_iterations = 7
+cg_max_iterations = 123
+cg_tolerance = 1e-5
+coupling = "staggered"
+integrator = "bdf2"
+second_target = "collided"
+friction_compliance = 2e-3
+boundary_compliance = 3e-4
+conforming_compliance = 4e-5
+{GRID}
+[cloth.isometric]
+bending_stiffness = 5e-4
+rest_shape = "flat"
+"#
+        ));
+        let c = weft_isometric_settings {
+            strain_tolerance: 2e-3,
+            newton_max_iterations: 7,
+            cg_max_iterations: 123,
+            cg_tolerance: 1e-5,
+            coupling: WEFT_COUPLING_STAGGERED,
+            integrator: WEFT_INTEGRATOR_BDF2,
+            second_target: WEFT_SECOND_TARGET_COLLIDED,
+            rest_shape: WEFT_REST_SHAPE_FLAT,
+            friction_compliance: 2e-3,
+            boundary_compliance: 3e-4,
+            conforming_compliance: 4e-5,
+            bending_stiffness: 5e-4,
+        };
+        let from_c = c.read().expect("valid");
+        assert_eq!(from_c, scene_isometric(&s));
+        assert_ne!(
+            from_c,
+            weft_isometric_settings::default_desc().read().unwrap()
+        );
+    }
+
+    /// Every isometric field, made NaN/infinite, negative or out of range, is
+    /// refused with its status, and the message names the field.
+    #[test]
+    fn every_bad_isometric_value_names_its_field() {
+        type Edit = fn(&mut weft_isometric_settings);
+        let nonfinite = weft_status::WEFT_STATUS_NON_FINITE;
+        let invalid = weft_status::WEFT_STATUS_INVALID_ARGUMENT;
+        let cases: [(Edit, &str, weft_status); 20] = [
+            (
+                |s| s.strain_tolerance = f64::NAN,
+                "strain_tolerance",
+                nonfinite,
+            ),
+            (|s| s.strain_tolerance = 0.0, "strain_tolerance", invalid),
+            (|s| s.strain_tolerance = 1.0, "strain_tolerance", invalid),
+            (
+                |s| s.newton_max_iterations = 0,
+                "newton_max_iterations",
+                invalid,
+            ),
+            (|s| s.cg_max_iterations = 0, "cg_max_iterations", invalid),
+            (
+                |s| s.cg_tolerance = f64::INFINITY,
+                "cg_tolerance",
+                nonfinite,
+            ),
+            (|s| s.cg_tolerance = -1e-6, "cg_tolerance", invalid),
+            (|s| s.coupling = 2, "coupling", invalid),
+            (|s| s.integrator = 2, "integrator", invalid),
+            (|s| s.second_target = 2, "second_target", invalid),
+            (|s| s.rest_shape = 2, "rest_shape", invalid),
+            (
+                |s| s.friction_compliance = -1.0,
+                "friction_compliance",
+                invalid,
+            ),
+            (
+                |s| s.friction_compliance = f64::NAN,
+                "friction_compliance",
+                nonfinite,
+            ),
+            (
+                |s| s.boundary_compliance = -1.0,
+                "boundary_compliance",
+                invalid,
+            ),
+            (
+                |s| s.boundary_compliance = f64::NEG_INFINITY,
+                "boundary_compliance",
+                nonfinite,
+            ),
+            (
+                |s| s.conforming_compliance = -1.0,
+                "conforming_compliance",
+                invalid,
+            ),
+            (
+                |s| s.conforming_compliance = f64::NAN,
+                "conforming_compliance",
+                nonfinite,
+            ),
+            (|s| s.bending_stiffness = -1.0, "bending_stiffness", invalid),
+            (
+                |s| s.bending_stiffness = f64::INFINITY,
+                "bending_stiffness",
+                nonfinite,
+            ),
+            (|s| s.cg_tolerance = 1.0, "cg_tolerance", invalid),
+        ];
+        for (edit, field, status) in cases {
+            let mut s = weft_isometric_settings::default_desc();
+            edit(&mut s);
+            let e = s.read().expect_err(field);
+            assert_eq!(e.status, status, "{field}: {}", e.message);
+            assert!(
+                e.message.contains(&format!("isometric.{field}")),
+                "{field}: {}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn isometric_model_creates_the_subdivided_cloth_and_refuses_masses() {
+        let s = scene(GRID);
+        let mesh = scene_cloth(&s).mesh;
+        let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
+        let ts: Vec<u32> = mesh.triangles.iter().flatten().copied().collect();
+        let mut d = weft_cloth_desc::default_desc();
+        d.vertex_count = mesh.num_vertices() as u32;
+        d.positions = xs.as_ptr();
+        d.triangle_count = mesh.num_triangles() as u32;
+        d.triangles = ts.as_ptr();
+        d.model = WEFT_MODEL_ISOMETRIC;
+        // SAFETY: the arrays hold the counts given.
+        let spec = unsafe { d.read() }.expect("valid");
+        assert!(spec.isometric.is_some() && spec.masses.is_none());
+        let mut world = crate::World::new(WorldSettings::default());
+        let i = world
+            .add_isometric_cloth(spec.desc, spec.isometric.unwrap())
+            .expect("isometric cloth");
+        // 9 input vertices + 16 edges; 4 × 8 triangles.
+        assert_eq!(world.cloths()[i].state().len(), 9 + 16);
+        assert_eq!(world.cloths()[i].triangles().len(), 32);
+        let masses = [0.01f32; 9];
+        d.masses = masses.as_ptr();
+        // SAFETY: as above, and `masses` holds one float per vertex.
+        let e = unsafe { d.read() }.err().expect("masses refused");
+        assert_eq!(e.status, weft_status::WEFT_STATUS_INVALID_ARGUMENT);
+        assert!(e.message.contains("masses"), "{}", e.message);
+        d.masses = std::ptr::null();
+        d.model = 2;
+        // SAFETY: as above.
+        let e = unsafe { d.read() }.err().expect("unknown model");
+        assert_eq!(e.status, weft_status::WEFT_STATUS_UNSUPPORTED);
+    }
+
+    #[test]
+    fn bending_and_smoothing_map_like_the_scene_file() {
+        let s = scene(&format!(
+            "[solver]\nbending_integration = \"imex\"\n{GRID}\n[cloth.material]\nbending = \"dihedral\"\n\
+             [cloth.collision]\nvelocity_smoothing = 0.5\nsmoothing_iterations = 5\n"
+        ));
+        let want = scene_cloth(&s);
+        let mesh = &want.mesh;
+        let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
+        let ts: Vec<u32> = mesh.triangles.iter().flatten().copied().collect();
+        let mut d = weft_cloth_desc::default_desc();
+        d.vertex_count = mesh.num_vertices() as u32;
+        d.positions = xs.as_ptr();
+        d.triangle_count = mesh.num_triangles() as u32;
+        d.triangles = ts.as_ptr();
+        d.bending_model = WEFT_BENDING_DIHEDRAL;
+        d.bending_integration = WEFT_BENDING_INTEGRATION_IMEX;
+        d.velocity_smoothing = 0.5;
+        d.smoothing_iterations = 5;
+        // SAFETY: the arrays hold the counts given.
+        let got = unsafe { d.read() }.expect("valid").desc;
+        assert_eq!(got.model.bending, BendingModel::DiscreteShell);
+        assert_eq!(got.model.bending, want.model.bending);
+        assert_eq!(
+            got.model.bending_integration,
+            want.model.bending_integration
+        );
+        assert_eq!(
+            got.collision.velocity_smoothing,
+            want.collision.velocity_smoothing
+        );
+        assert_eq!(got.collision.velocity_smoothing, Some((0.5, 5)));
+        d.smoothing_iterations = 0;
+        // SAFETY: as above.
+        let off = unsafe { d.read() }.expect("valid").desc;
+        assert_eq!(off.collision.velocity_smoothing, None);
+    }
+
+    #[test]
+    fn wind_and_governor_map_like_the_scene_file() {
+        let s = scene(&format!(
+            "[budget]\nframe_ms = 20.0\ngovernor = \"adaptive\"\n\
+             [wind]\nvelocity = [3.0, 0.0, 1.0]\ndensity = 1.25\ndrag = 1.1\nskin = 0.03\n\
+             gust = 0.3\ngust_period_s = 1.5\n{GRID}"
+        ));
+        let mut d = weft_world_desc::default_desc();
+        assert_eq!(d.settings().expect("defaults").wind, None);
+        d.frame_budget_ms = 20.0;
+        d.governor = WEFT_GOVERNOR_ADAPTIVE;
+        d.wind = weft_wind {
+            enabled: 1,
+            velocity: [3.0, 0.0, 1.0],
+            density: 1.25,
+            drag: 1.1,
+            skin: 0.03,
+            gust: 0.3,
+            gust_period_s: 1.5,
+        };
+        let got = d.settings().expect("valid");
+        assert_eq!(got.wind, s.settings.wind);
+        assert!(got.wind.is_some());
+        assert_eq!(got.budget.governor, GovernorMode::Adaptive);
+        assert_eq!(got.budget.governor, s.settings.budget.governor);
+        for (edit, field) in [
+            (
+                (|w: &mut weft_wind| w.velocity[1] = f32::NAN) as fn(&mut weft_wind),
+                "wind.velocity",
+            ),
+            (|w| w.density = 0.0, "wind.density"),
+            (|w| w.drag = -1.0, "wind.drag"),
+            (|w| w.skin = f32::INFINITY, "wind.skin"),
+            (|w| w.gust = 1.5, "wind.gust"),
+            (|w| w.gust_period_s = -1.0, "wind.gust_period_s"),
+            (|w| w.enabled = 3, "wind.enabled"),
+        ] {
+            let mut bad = d;
+            edit(&mut bad.wind);
+            let e = bad.settings().expect_err(field);
+            assert!(e.message.contains(field), "{field}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn collider_thickness_only_on_meshes() {
+        let mut k = weft_collider_desc::default_desc();
+        k.thickness = 0.01;
+        // SAFETY: an analytic shape reads no arrays.
+        let e = unsafe { k.read() }.err().expect("analytic with thickness");
+        assert!(e.message.contains("thickness"), "{}", e.message);
+        let x = [0.0f32, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let t = [0u32, 1, 2];
+        k.shape = WEFT_SHAPE_TRIANGLE_MESH;
+        k.mesh_vertex_count = 3;
+        k.mesh_positions = x.as_ptr();
+        k.mesh_triangle_count = 1;
+        k.mesh_triangles = t.as_ptr();
+        // SAFETY: the arrays hold the counts given.
+        let Ok((_, _, _, thickness)) = (unsafe { k.read() }) else {
+            panic!("a mesh collider with a thickness is refused");
+        };
+        assert_eq!(thickness, 0.01);
+        k.thickness = -0.01;
+        // SAFETY: as above.
+        assert!(unsafe { k.read() }.is_err());
+    }
+
+    #[test]
+    fn step_stats_carry_the_isometric_figures() {
+        let s = FrameStats {
+            newton_iterations: 7,
+            newton_max_iterations: 3,
+            newton_unconverged: 1,
+            contact_rows: 11,
+            base_strain_midpoint: 0.002,
+            base_strain_end_to_end: 0.001,
+            bending_energy: 0.5,
+            ..FrameStats::default()
+        };
+        let c = weft_step_stats::from_stats(&s);
+        assert_eq!(
+            (
+                c.newton_iterations,
+                c.newton_max_iterations,
+                c.newton_unconverged,
+                c.contact_rows
+            ),
+            (7, 3, 1, 11)
+        );
+        assert_eq!(
+            (
+                c.base_strain_midpoint,
+                c.base_strain_end_to_end,
+                c.bending_energy
+            ),
+            (0.002, 0.001, 0.5)
+        );
     }
 }

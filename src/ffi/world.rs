@@ -10,7 +10,7 @@ use glam::Vec3;
 
 use super::boundary::{ffi_boundary, last_error_ptr, try_mut, try_ref};
 use super::desc::{
-    WEFT_MAX_THREADS, check_size, weft_scene_info, weft_step_stats, weft_world_desc,
+    WEFT_MAX_THREADS, sized_mut, sized_ref, weft_scene_info, weft_step_stats, weft_world_desc,
 };
 use super::handles::{HandleTable, weft_cloth, weft_collider};
 use super::status::{FfiError, weft_status};
@@ -329,6 +329,12 @@ impl weft_world {
                     let (x, v) = c.state.positions_velocities_mut();
                     x.copy_from_slice(&entry.backup_x);
                     v.copy_from_slice(&entry.backup_v);
+                    // The isometric model takes the restored f32 state over
+                    // at its next step; its BDF2 history and warm starts are
+                    // from the failed step, so they are dropped.
+                    if let Some(iso) = c.isometric.as_mut() {
+                        iso.reset();
+                    }
                 }
                 Err(e.into())
             }
@@ -392,7 +398,8 @@ pub unsafe extern "C" fn weft_world_create(
     ffi_boundary!("weft_world_create", {
         let out = try_mut!(out, "out");
         *out = std::ptr::null_mut();
-        let desc = try_ref!(desc, "desc");
+        // SAFETY: forwarded from this function's contract.
+        let desc = unsafe { sized_ref(desc, "desc", "weft_world_desc")? };
         let settings = desc.settings()?;
         let w = weft_world::new(desc.worker_threads, || Ok(World::new(settings)))?;
         *out = Box::into_raw(Box::new(w));
@@ -434,8 +441,8 @@ pub unsafe extern "C" fn weft_scene_load(
     ffi_boundary!("weft_scene_load", {
         let out_world = try_mut!(out_world, "out_world");
         *out_world = std::ptr::null_mut();
-        let info = try_mut!(out_info, "out_info");
-        check_size::<weft_scene_info>(info.size, "weft_scene_info")?;
+        // SAFETY: forwarded from this function's contract.
+        let info = unsafe { sized_mut(out_info, "out_info", "weft_scene_info")? };
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { read_str(path, "path")? };
         let scene_err = |e: crate::scene::SceneError| {
@@ -574,8 +581,8 @@ pub unsafe extern "C" fn weft_world_step(
 ) -> weft_status {
     ffi_boundary!("weft_world_step", {
         let w = try_mut!(world, "world");
-        let out = try_mut!(stats, "stats");
-        check_size::<weft_step_stats>(out.size, "weft_step_stats")?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { sized_mut(stats, "stats", "weft_step_stats")? };
         *out = w.step(dt)?;
         Ok(())
     })

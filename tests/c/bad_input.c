@@ -11,6 +11,7 @@
  * Usage: bad_input <path of samples/drape-33.toml>
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,63 @@ int main(int argc, char **argv) {
     bad = wd;
     bad.max_halvings = 1000;
     EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    /* The governor and the wind. */
+    bad = wd;
+    bad.governor = 7;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = wd;
+    bad.governor = WEFT_GOVERNOR_ADAPTIVE; /* with no frame budget */
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    weft_world_desc windy = wd;
+    windy.wind.enabled = 1;
+    windy.wind.velocity[0] = 3.0f;
+    windy.wind.gust = 0.3f;
+    bad = windy;
+    bad.wind.enabled = 2;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.velocity[2] = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = windy;
+    bad.wind.density = 0.0f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.density = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = windy;
+    bad.wind.drag = -1.0f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.drag = inf;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = windy;
+    bad.wind.skin = -0.1f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.skin = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = windy;
+    bad.wind.gust = 1.5f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.gust = -0.5f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.gust = nan;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
+    bad = windy;
+    bad.wind.gust_period_s = 0.0f;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = windy;
+    bad.wind.gust_period_s = -inf;
+    EXPECT(weft_world_create(&bad, &world), WEFT_STATUS_NON_FINITE);
     if (world != NULL) failures++;
+    /* Valid: wind and the adaptive governor with a budget. */
+    windy.governor = WEFT_GOVERNOR_ADAPTIVE;
+    windy.frame_budget_ms = 50.0;
+    OK(weft_world_create(&windy, &world));
+    OK(weft_world_destroy(world));
+    world = NULL;
   }
   wd.worker_threads = 2;
   OK(weft_world_create(&wd, &world));
@@ -193,7 +250,7 @@ int main(int argc, char **argv) {
     bad.triangle_count = 0xFFFFFFFFu;
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
     bad = cd;
-    bad.model = 1; /* not built in yet */
+    bad.model = 2; /* no such model */
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_UNSUPPORTED);
     bad = cd;
     bad.model = 0xFFFFFFFFu;
@@ -237,6 +294,79 @@ int main(int argc, char **argv) {
     bad = cd;
     bad.collision.strain_limit = 1.5f;
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    /* Bending model and integration, velocity smoothing. */
+    bad = cd;
+    bad.bending_model = 9;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.bending_integration = 9;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.velocity_smoothing = -0.5f;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.velocity_smoothing = nan;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    /* Isometric settings: each value NaN/infinite, negative or out of range,
+     * refused with either model (they are checked whatever the model). */
+    for (int model = 0; model < 2; model++) {
+      weft_cloth_desc iso = cd;
+      iso.model = model == 0 ? WEFT_MODEL_BARAFF_WITKIN : WEFT_MODEL_ISOMETRIC;
+      bad = iso;
+      bad.isometric.strain_tolerance = 0.0;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.strain_tolerance = 1.0;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.strain_tolerance = -1e-3;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.strain_tolerance = (double)nan;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad = iso;
+      bad.isometric.newton_max_iterations = 0;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.cg_max_iterations = 0;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.cg_tolerance = (double)inf;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad.isometric.cg_tolerance = -1e-6;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.cg_tolerance = 2.0;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.coupling = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.integrator = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.second_target = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.rest_shape = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
+      bad.isometric.friction_compliance = -1e-3;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.friction_compliance = (double)nan;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad = iso;
+      bad.isometric.boundary_compliance = -1e-4;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.boundary_compliance = (double)inf;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad = iso;
+      bad.isometric.conforming_compliance = -1e-4;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.conforming_compliance = (double)nan;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad = iso;
+      bad.isometric.bending_stiffness = -1e-5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.bending_stiffness = (double)-inf;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+    }
 
     /* NaN and infinite coordinates, out-of-range and degenerate triangles. */
     float xs[3 * G * G];
@@ -278,6 +408,9 @@ int main(int argc, char **argv) {
     m[3] = -inf;
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
     m[3] = 0.001f;
+    bad.model = WEFT_MODEL_ISOMETRIC; /* masses would not cover the subdivision */
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad.model = WEFT_MODEL_BARAFF_WITKIN;
     bad.density = nan; /* ignored with per-vertex masses */
     weft_cloth massive;
     OK(weft_cloth_create(world, &bad, &massive));
@@ -313,6 +446,8 @@ int main(int argc, char **argv) {
   const weft_cloth bad_handles[4] = {gone, foreign, zero, wild};
   float buffer[3 * G * G];
   const float *view = NULL;
+  uint32_t tri_buffer[6 * (G - 1) * (G - 1)];
+  const uint32_t *tri_view = NULL;
   uint32_t vertex = 3;
   float target[3] = {0.0f, 0.6f, 0.0f};
   for (int k = 0; k < 4; k++) {
@@ -326,6 +461,10 @@ int main(int argc, char **argv) {
     EXPECT(weft_cloth_normals(world, h, &view, &n), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_copy_positions(world, h, buffer, G * G), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_copy_normals(world, h, buffer, G * G), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_triangle_count(world, h, &n), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_triangles(world, h, &tri_view, &n), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_copy_triangles(world, h, tri_buffer, 2 * (G - 1) * (G - 1)),
+           WEFT_STATUS_STALE_HANDLE);
   }
   EXPECT(weft_cloth_destroy(NULL, cloth), WEFT_STATUS_NULL_ARGUMENT);
   EXPECT(weft_cloth_vertex_count(NULL, cloth, &n), WEFT_STATUS_NULL_ARGUMENT);
@@ -344,6 +483,29 @@ int main(int argc, char **argv) {
   EXPECT(weft_cloth_copy_normals(NULL, cloth, buffer, G * G), WEFT_STATUS_NULL_ARGUMENT);
   EXPECT(weft_cloth_copy_normals(world, cloth, NULL, G * G), WEFT_STATUS_NULL_ARGUMENT);
   EXPECT(weft_cloth_copy_normals(world, cloth, buffer, 1), WEFT_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(weft_cloth_triangle_count(NULL, cloth, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_triangle_count(world, cloth, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_triangles(NULL, cloth, &tri_view, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_triangles(world, cloth, NULL, &n), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_triangles(world, cloth, &tri_view, NULL), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_triangles(NULL, cloth, tri_buffer, 2 * (G - 1) * (G - 1)),
+         WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_triangles(world, cloth, NULL, 2 * (G - 1) * (G - 1)),
+         WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_copy_triangles(world, cloth, tri_buffer, 2 * (G - 1) * (G - 1) - 1),
+         WEFT_STATUS_BUFFER_TOO_SMALL);
+  OK(weft_cloth_triangle_count(world, cloth, &n));
+  if (n != 2 * (G - 1) * (G - 1)) {
+    fprintf(stderr, "triangle count %u, expected %u\n", n, 2 * (G - 1) * (G - 1));
+    failures++;
+  }
+  OK(weft_cloth_copy_triangles(world, cloth, tri_buffer, 2 * (G - 1) * (G - 1)));
+  OK(weft_cloth_triangles(world, cloth, &tri_view, &n));
+  if (n != 2 * (G - 1) * (G - 1) || memcmp(tri_view, triangles, sizeof triangles) != 0 ||
+      memcmp(tri_buffer, triangles, sizeof triangles) != 0) {
+    fprintf(stderr, "the triangles read back differ from the input\n");
+    failures++;
+  }
 
   /* ---- Pins ---- */
   uint32_t pins[2] = {0, G - 1};
@@ -427,6 +589,9 @@ int main(int argc, char **argv) {
     bad = kd;
     bad.friction = -0.5f;
     EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = kd;
+    bad.thickness = 0.01f; /* analytic shapes take no thickness */
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
     /* Triangle meshes: NULL arrays, zero and huge counts, bad indices. */
     float tet_x[12] = {0, 0, 0, 0.1f, 0, 0, 0, 0.1f, 0, 0, 0, 0.1f};
     uint32_t tet_t[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
@@ -456,6 +621,14 @@ int main(int argc, char **argv) {
     tet_x[4] = inf;
     EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
     tet_x[4] = 0.0f;
+    bad = mesh;
+    bad.thickness = -0.001f;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_INVALID_ARGUMENT);
+    bad.thickness = nan;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    bad.thickness = inf;
+    EXPECT(weft_collider_create(world, &bad, &ball), WEFT_STATUS_NON_FINITE);
+    mesh.thickness = 0.002f;
     weft_collider tet;
     OK(weft_collider_create(world, &mesh, &tet));
     weft_pose tet_pose = mesh.pose;
@@ -565,6 +738,99 @@ int main(int argc, char **argv) {
   OK(weft_world_cloths(scene, cloth_list, 4, &listed));
   EXPECT(weft_cloth_vertex_count(world, cloth_list[0], &n), WEFT_STATUS_STALE_HANDLE);
   OK(weft_world_destroy(scene));
+
+  /* ---- Structs from an older weft.h (before the appended fields): refused
+   * by size, and never read past their end (valgrind checks the heap blocks,
+   * which hold only the older struct). ---- */
+  {
+    size_t old_world = offsetof(weft_world_desc, governor);
+    weft_world_desc *ow = malloc(old_world);
+    size_t old_cloth = offsetof(weft_cloth_desc, isometric);
+    weft_cloth_desc *oc = malloc(old_cloth);
+    size_t old_collider = offsetof(weft_collider_desc, thickness);
+    weft_collider_desc *ok = malloc(old_collider);
+    size_t old_stats = offsetof(weft_step_stats, newton_iterations);
+    weft_step_stats *os = malloc(old_stats);
+    if (ow == NULL || oc == NULL || ok == NULL || os == NULL) {
+      fprintf(stderr, "malloc failed\n");
+      return 2;
+    }
+    memcpy(ow, &wd, old_world);
+    ow->size = (uint32_t)old_world;
+    memcpy(oc, &cd, old_cloth);
+    oc->size = (uint32_t)old_cloth;
+    memcpy(ok, &kd, old_collider);
+    ok->size = (uint32_t)old_collider;
+    memset(os, 0, old_stats);
+    os->size = (uint32_t)old_stats;
+    weft_world *never = NULL;
+    EXPECT(weft_world_create(ow, &never), WEFT_STATUS_DESCRIPTOR_SIZE);
+    if (never != NULL) failures++;
+    weft_cloth none;
+    EXPECT(weft_cloth_create(world, oc, &none), WEFT_STATUS_DESCRIPTOR_SIZE);
+    weft_collider nothing;
+    EXPECT(weft_collider_create(world, ok, &nothing), WEFT_STATUS_DESCRIPTOR_SIZE);
+    EXPECT(weft_world_step(world, 1.0f / 60.0f, os), WEFT_STATUS_DESCRIPTOR_SIZE);
+    free(ow);
+    free(oc);
+    free(ok);
+    free(os);
+  }
+
+  /* ---- An isometric cloth: the subdivided mesh through every per-vertex call ---- */
+  {
+    enum { V = G * G, E = 2 * G * (G - 1) + (G - 1) * (G - 1), T = 2 * (G - 1) * (G - 1) };
+    weft_world *iso_world = NULL;
+    OK(weft_world_create(&wd, &iso_world));
+    weft_cloth_desc id = cloth_desc();
+    id.model = WEFT_MODEL_ISOMETRIC;
+    weft_cloth iso;
+    OK(weft_cloth_create(iso_world, &id, &iso));
+    uint32_t count = 0;
+    OK(weft_cloth_vertex_count(iso_world, iso, &count));
+    if (count != V + E) {
+      fprintf(stderr, "isometric vertex count %u, expected %d\n", count, V + E);
+      failures++;
+    }
+    OK(weft_cloth_triangle_count(iso_world, iso, &count));
+    if (count != 4 * T) {
+      fprintf(stderr, "isometric triangle count %u, expected %d\n", count, 4 * T);
+      failures++;
+    }
+    /* Buffers sized for the caller's mesh are too small. */
+    EXPECT(weft_cloth_copy_positions(iso_world, iso, buffer, V), WEFT_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(weft_cloth_copy_normals(iso_world, iso, buffer, V + E - 1),
+           WEFT_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(weft_cloth_copy_triangles(iso_world, iso, tri_buffer, T),
+           WEFT_STATUS_BUFFER_TOO_SMALL);
+    /* Pins: input vertices keep their indices; midpoints follow up to V + E - 1. */
+    uint32_t iso_pins[3] = {0, G - 1, V + E - 1};
+    OK(weft_cloth_set_pins(iso_world, iso, iso_pins, NULL, 3));
+    uint32_t past[1] = {V + E};
+    EXPECT(weft_cloth_set_pins(iso_world, iso, past, NULL, 1), WEFT_STATUS_OUT_OF_RANGE);
+    EXPECT(weft_cloth_unpin(iso_world, iso, past, 1), WEFT_STATUS_OUT_OF_RANGE);
+    OK(weft_cloth_unpin(iso_world, iso, &iso_pins[2], 1));
+    /* A cloth handle of one world is foreign to the other. */
+    EXPECT(weft_cloth_vertex_count(world, iso, &count), WEFT_STATUS_STALE_HANDLE);
+    weft_step_stats iso_stats;
+    memset(&iso_stats, 0, sizeof iso_stats);
+    iso_stats.size = sizeof iso_stats;
+    OK(weft_world_step(iso_world, 1.0f / 60.0f, &iso_stats));
+    if (iso_stats.newton_iterations == 0 || !isfinite(iso_stats.base_strain_midpoint) ||
+        !isfinite(iso_stats.bending_energy)) {
+      fprintf(stderr, "isometric stats: %u Newton iterations, strain %g, bending %g\n",
+              iso_stats.newton_iterations, iso_stats.base_strain_midpoint,
+              iso_stats.bending_energy);
+      failures++;
+    }
+    OK(weft_cloth_positions(iso_world, iso, &view, &count));
+    if (count != V + E || !all_finite(view, count) || view[1] != 0.5f) {
+      fprintf(stderr, "isometric positions after a step are wrong\n");
+      failures++;
+    }
+    OK(weft_cloth_destroy(iso_world, iso));
+    OK(weft_world_destroy(iso_world));
+  }
 
   /* ---- After all of that, the world still steps ---- */
   OK(weft_cloth_vertex_count(world, cloth, &n));
