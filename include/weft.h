@@ -223,12 +223,22 @@ typedef struct weft_isometric_settings {
   // β of the tangential contact rows, D = β w (dimensionless, ≥ 0; 0: hard
   // friction; default 1e-3).
   double friction_compliance;
-  // β_b of the boundary rows (eq. 3.4), D = β_b w (≥ 0; default 1e-4).
+  // β_b: extra proximal weight of the boundary rows (eq. 3.4), D += β_b w
+  // (≥ 0; default 0).
   double boundary_compliance;
-  // β_c of the conforming rows (eq. 3.3), D = β_c w (≥ 0; default 0).
+  // β_c: extra proximal weight of the conforming rows (eq. 3.3), D += β_c w
+  // (≥ 0; default 0).
   double conforming_compliance;
   // Bending stiffness k_b (J, ≥ 0; eq. 3.5; default 1e-5).
   double bending_stiffness;
+  // β: proximal weight of every constraint row, D = β (J W Jᵀ)_aa (≥ 0;
+  // default 1e-6).
+  double proximal_weight;
+  // β_n of the normal contact rows, D = β_n w (≥ 0; default 1e-2).
+  double contact_compliance;
+  // Gauss–Newton iterations before the switch to fast projection (default 2;
+  // `UINT32_MAX`: Gauss–Newton throughout).
+  uint32_t gauss_newton_iterations;
 } weft_isometric_settings;
 
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).

@@ -294,6 +294,7 @@ fn isometric_rust_hash(frames: u32) -> String {
     let iso = IsometricDesc {
         bending_stiffness: 1e-4,
         rest_shape: RestShape::Flat,
+        proximal_weight: 1e-6,
         boundary_compliance: 1e-4,
         conforming_compliance: 0.0,
         integrator: Integrator::Bdf2,

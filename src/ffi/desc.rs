@@ -236,12 +236,22 @@ pub struct weft_isometric_settings {
     /// β of the tangential contact rows, D = β w (dimensionless, ≥ 0; 0: hard
     /// friction; default 1e-3).
     pub friction_compliance: f64,
-    /// β_b of the boundary rows (eq. 3.4), D = β_b w (≥ 0; default 1e-4).
+    /// β_b: extra proximal weight of the boundary rows (eq. 3.4), D += β_b w
+    /// (≥ 0; default 0).
     pub boundary_compliance: f64,
-    /// β_c of the conforming rows (eq. 3.3), D = β_c w (≥ 0; default 0).
+    /// β_c: extra proximal weight of the conforming rows (eq. 3.3), D += β_c w
+    /// (≥ 0; default 0).
     pub conforming_compliance: f64,
     /// Bending stiffness k_b (J, ≥ 0; eq. 3.5; default 1e-5).
     pub bending_stiffness: f64,
+    /// β: proximal weight of every constraint row, D = β (J W Jᵀ)_aa (≥ 0;
+    /// default 1e-6).
+    pub proximal_weight: f64,
+    /// β_n of the normal contact rows, D = β_n w (≥ 0; default 1e-2).
+    pub contact_compliance: f64,
+    /// Gauss–Newton iterations before the switch to fast projection (default 2;
+    /// `UINT32_MAX`: Gauss–Newton throughout).
+    pub gauss_newton_iterations: u32,
 }
 
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
@@ -765,6 +775,9 @@ impl weft_isometric_settings {
             conforming_compliance: d.conforming_compliance,
             // The scene file's default k_b (cloth-like), not the model's 1e-3.
             bending_stiffness: 1e-5,
+            proximal_weight: d.proximal_weight,
+            contact_compliance: d.step.contact_compliance,
+            gauss_newton_iterations: p.gauss_newton_iterations,
         }
     }
 
@@ -803,6 +816,8 @@ impl weft_isometric_settings {
                 "isometric.conforming_compliance",
             ),
             (self.bending_stiffness, "isometric.bending_stiffness"),
+            (self.proximal_weight, "isometric.proximal_weight"),
+            (self.contact_compliance, "isometric.contact_compliance"),
         ] {
             if finite64(v, what)? < 0.0 {
                 return Err(FfiError::invalid(format!(
@@ -840,6 +855,7 @@ impl weft_isometric_settings {
         let mut projection = ProjectionSettings {
             tolerance: strain_tolerance,
             max_iterations: self.newton_max_iterations,
+            gauss_newton_iterations: self.gauss_newton_iterations,
             ..ProjectionSettings::default()
         };
         projection.cg.max_iterations = self.cg_max_iterations;
@@ -847,6 +863,7 @@ impl weft_isometric_settings {
         Ok(IsometricDesc {
             bending_stiffness: self.bending_stiffness,
             rest_shape,
+            proximal_weight: self.proximal_weight,
             boundary_compliance: self.boundary_compliance,
             conforming_compliance: self.conforming_compliance,
             integrator,
@@ -855,6 +872,7 @@ impl weft_isometric_settings {
                 coupling,
                 second_target,
                 friction_compliance: Some(self.friction_compliance),
+                contact_compliance: self.contact_compliance,
                 ..IsometricSettings::default()
             },
         })
@@ -1337,6 +1355,9 @@ second_target = "collided"
 friction_compliance = 2e-3
 boundary_compliance = 3e-4
 conforming_compliance = 4e-5
+proximal_weight = 2e-6
+contact_compliance = 3e-3
+gauss_newton_iterations = 5
 {GRID}
 [cloth.isometric]
 bending_stiffness = 5e-4
@@ -1356,6 +1377,9 @@ rest_shape = "flat"
             boundary_compliance: 3e-4,
             conforming_compliance: 4e-5,
             bending_stiffness: 5e-4,
+            proximal_weight: 2e-6,
+            contact_compliance: 3e-3,
+            gauss_newton_iterations: 5,
         };
         let from_c = c.read().expect("valid");
         assert_eq!(from_c, scene_isometric(&s));
