@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use smallvec::SmallVec;
+use bumpalo::Bump;
 
 use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
@@ -37,8 +37,14 @@ const MAX_IMEX_PIECES: u32 = 1024;
 /// that respect the limit, with `k <= 10` (beyond that the pieces are
 /// h/1024 and may be unstable). Each piece counts as a substep in the stats
 /// and gets its own step control.
+///
+/// `arena` is the cloth's frame arena (`runtime::arena`, reset by the world at
+/// the start of the frame): the collider poses of pieces and halves and the
+/// collision stage's candidate lists are allocated there.
+#[allow(clippy::too_many_arguments)]
 pub fn substep(
     cloth: &mut Cloth,
+    arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
@@ -58,23 +64,23 @@ pub fn substep(
         pieces *= 2;
     }
     if pieces == 1 {
-        substep_controlled(cloth, colliders, obstacles, settings, h, 0, deadline, stats);
+        substep_controlled(
+            cloth, arena, colliders, obstacles, settings, h, 0, deadline, stats,
+        );
         return;
     }
     let hp = h / pieces as f32;
     for k in 0..pieces {
         let (a, b) = (k as f32 / pieces as f32, (k + 1) as f32 / pieces as f32);
-        // Colliders at the start of the piece (a small inline buffer, no allocation for up to 8).
-        let views: SmallVec<[ColliderView; 8]> = colliders
-            .iter()
-            .map(|c| ColliderView {
-                pose: c.motion.advance(&c.pose, hp * k as f32),
-                ..*c
-            })
-            .collect();
+        // Colliders at the start of the piece, in the frame arena.
+        let views = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+            pose: c.motion.advance(&c.pose, hp * k as f32),
+            ..*c
+        }));
         substep_controlled(
             cloth,
-            &views,
+            arena,
+            views,
             &obstacles.part(a, b),
             settings,
             hp,
@@ -111,6 +117,7 @@ fn advance_isometric(
     };
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     let budget = settings.budget;
+    let overflows_before = model.contact_overflows();
     let mut should_stop = || deadline.passed();
     let report = model.step(
         h,
@@ -127,6 +134,8 @@ fn advance_isometric(
         budget.cg_max_iterations,
         &mut should_stop,
     );
+    // The contact-row pool grows on overflow (each growth counted by the projector).
+    stats.pool_overflows += model.contact_overflows() - overflows_before;
     stats.add_collisions(&report.collide_first);
     if let Some(c) = &report.collide_second {
         stats.add_collisions(c);
@@ -149,6 +158,7 @@ fn advance_isometric(
 #[allow(clippy::too_many_arguments)]
 fn substep_controlled(
     cloth: &mut Cloth,
+    arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
@@ -165,7 +175,9 @@ fn substep_controlled(
             .system
             .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
     }
-    advance(cloth, colliders, obstacles, settings, h, deadline, stats);
+    advance(
+        cloth, arena, colliders, obstacles, settings, h, deadline, stats,
+    );
     if !may_reject {
         return;
     }
@@ -193,6 +205,7 @@ fn substep_controlled(
     let half = 0.5 * h;
     substep_controlled(
         cloth,
+        arena,
         colliders,
         &obstacles.part(0.0, 0.5),
         settings,
@@ -201,18 +214,15 @@ fn substep_controlled(
         deadline,
         stats,
     );
-    // Colliders at the midpoint: a small inline buffer, so step control does
-    // not allocate for up to 8 colliders.
-    let mid: SmallVec<[ColliderView; 8]> = colliders
-        .iter()
-        .map(|c| ColliderView {
-            pose: c.motion.advance(&c.pose, half),
-            ..*c
-        })
-        .collect();
+    // Colliders at the midpoint, in the frame arena.
+    let mid = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+        pose: c.motion.advance(&c.pose, half),
+        ..*c
+    }));
     substep_controlled(
         cloth,
-        &mid,
+        arena,
+        mid,
         &obstacles.part(0.5, 1.0),
         settings,
         half,
@@ -226,6 +236,7 @@ fn substep_controlled(
 #[allow(clippy::too_many_arguments)]
 fn advance(
     cloth: &mut Cloth,
+    arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
@@ -295,7 +306,8 @@ fn advance(
     for (vi, yi) in v.iter_mut().zip(y) {
         *vi += *yi * inv_h;
     }
-    let cs = cloth.collision.resolve(
+    let cs = cloth.collision.resolve_in(
+        arena,
         &cloth.collision_settings,
         h,
         x,

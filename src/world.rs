@@ -11,7 +11,7 @@ use std::sync::Arc;
 use glam::{Vec2, Vec3};
 use rayon::prelude::*;
 
-use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
+use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes, PoolSizes};
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::collide::subdivision::{
     CollisionAwareSubdivision, SubdivisionStats, pseudo_step_settings,
@@ -22,8 +22,16 @@ use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
+use crate::runtime::arena::FrameArena;
 use crate::runtime::budget::{Budget, Clock, Deadline, Governor, SystemClock};
 use crate::runtime::stats::FrameStats;
+
+/// A cloth's frame arena starts with this many bytes per triangle: room for
+/// the collision stage's first candidate list (16 tests of 21 bytes per
+/// triangle) grown twice. It grows to what the frames need (reported as a pool
+/// overflow) and keeps that size; drape-33 settles near 1,300 bytes per
+/// triangle, most of it the lists of the CCD rounds' swept boxes.
+const ARENA_BYTES_PER_TRIANGLE: usize = 1024;
 use crate::state::{ClothState, StateHasher, lumped_masses};
 
 /// World-wide settings.
@@ -279,6 +287,9 @@ pub struct Cloth {
     /// The isometric model (Wang 2012) when the cloth uses it: the state is then its subdivided
     /// mesh, and `system` is only the Baraff–Witkin rest data of that mesh (unused by the step).
     pub(crate) isometric: Option<Box<IsometricCloth>>,
+    /// The cloth's frame arena (`runtime::arena`): reset by `World::step` at the start of every
+    /// frame, the scratch of the cloth's substeps comes from it.
+    pub(crate) arena: FrameArena,
 }
 
 impl Cloth {
@@ -353,6 +364,7 @@ impl Cloth {
             collision_settings: desc.collision,
             collision,
             isometric: None,
+            arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
         })
     }
 
@@ -869,6 +881,10 @@ impl World {
         self.cloth_stats
             .resize(self.cloths.len(), FrameStats::default());
         self.drive_tracks(self.time + f64::from(dt), dt);
+        // Last frame's scratch is freed; each arena keeps its largest chunk.
+        for cloth in &mut self.cloths {
+            cloth.arena.reset();
+        }
         for k in 0..substeps {
             // The gusting wind is sampled at the start of each substep and
             // held steady through it.
@@ -916,8 +932,13 @@ impl World {
                         &obstacles
                     };
                     let mut deadline = frame_deadline.clone();
+                    // Moved out for the substep so the pipeline can borrow the
+                    // cloth mutably and its arena shared (an empty `Bump` in its
+                    // place allocates nothing).
+                    let arena = std::mem::take(&mut cloth.arena);
                     pipeline::substep(
                         cloth,
+                        arena.bump(),
                         views,
                         obstacles,
                         &settings,
@@ -925,6 +946,7 @@ impl World {
                         &mut deadline,
                         cloth_stats,
                     );
+                    cloth.arena = arena;
                     cloth_stats.deadline_hit |= deadline.was_hit();
                 });
             if self.cloth_stats.iter().any(|s| s.deadline_hit) {
@@ -935,7 +957,9 @@ impl World {
             }
         }
         // Fixed (cloth) order, whatever thread stepped which cloth.
-        for cloth_stats in &self.cloth_stats {
+        for (cloth, cloth_stats) in self.cloths.iter().zip(&mut self.cloth_stats) {
+            cloth_stats.arena_bytes = cloth_stats.arena_bytes.max(cloth.arena.used_bytes() as u64);
+            cloth_stats.pool_overflows += u32::from(cloth.arena.grew());
             stats.merge(cloth_stats);
         }
         // Obstacle positions now (the end of the last substep).
@@ -1291,6 +1315,24 @@ impl World {
             c.state.set_pinned(p.vertex as usize, false);
         }
         c.pins.clear();
+        Ok(())
+    }
+
+    /// Replaces the collision pools of cloth `cloth` by pools of `sizes`
+    /// (emptied; for an isometric cloth, those of its collision stage too). A
+    /// host that knows its scenes can size them up front, or down to save
+    /// memory: a pool that turns out too small grows once, and the growth is
+    /// counted in [`FrameStats::pool_overflows`] (the results do not change).
+    pub fn set_collision_pool_sizes(
+        &mut self,
+        cloth: usize,
+        sizes: PoolSizes,
+    ) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        c.collision.set_pool_sizes(sizes);
+        if let Some(iso) = c.isometric.as_mut() {
+            iso.collision_mut().set_pool_sizes(sizes);
+        }
         Ok(())
     }
 

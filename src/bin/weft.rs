@@ -393,6 +393,8 @@ fn run(
         ",newton_iterations,newton_max,newton_unconverged,contact_rows,\
          base_strain_midpoint,base_strain_end_to_end,bending_energy_j",
     );
+    // The frame arenas' high-water bytes (runtime::arena).
+    header.push_str(",arena_bytes");
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -592,6 +594,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.base_strain_end_to_end,
         s.bending_energy
     )?;
+    write!(w, ",{}", s.arena_bytes)?;
     writeln!(w)
 }
 
@@ -624,6 +627,8 @@ struct Summary {
     max_base_strain_midpoint: f64,
     max_base_strain_end_to_end: f64,
     newton_unconverged: u32,
+    pool_overflows: u32,
+    max_arena_bytes: u64,
     state_hash: u64,
     failed: bool,
 }
@@ -660,6 +665,8 @@ impl Summary {
                 .map(|x| x.base_strain_end_to_end)
                 .fold(0.0, f64::max),
             newton_unconverged: all.iter().map(|x| x.newton_unconverged).sum(),
+            pool_overflows: all.iter().map(|x| x.pool_overflows).sum(),
+            max_arena_bytes: all.iter().map(|x| x.arena_bytes).max().unwrap_or(0),
             state_hash,
             failed,
         }
@@ -687,6 +694,8 @@ impl Summary {
             "max_base_strain_midpoint": self.max_base_strain_midpoint,
             "max_base_strain_end_to_end": self.max_base_strain_end_to_end,
             "newton_unconverged_projections": self.newton_unconverged,
+            "pool_overflows": self.pool_overflows,
+            "max_arena_bytes": self.max_arena_bytes,
             "state_hash": format!("{:016x}", self.state_hash),
             "failed": self.failed,
         });

@@ -37,6 +37,9 @@
 //! triangles, and a triangle pair only emits the vertex–face and edge–edge tests
 //! of the vertices and edges its triangles own, so every test appears once.
 //! Tests whose elements share a vertex are skipped (adjacent elements).
+//! The tests and their detection flags are lists in the caller's frame arena
+//! (`runtime::arena`, [`ClothCollision::resolve_in`]); the triangle pair lists
+//! are preallocated pools ([`PoolSizes`]), filled in parallel chunks.
 //!
 //! **Termination of the fail-safe.** Each impact-zone round that still finds a
 //! collision merges zones (a zone moves rigidly, so it cannot collide with
@@ -48,6 +51,7 @@
 
 use std::time::Instant;
 
+use bumpalo::Bump;
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
@@ -119,6 +123,10 @@ pub struct CollisionStats {
     pub last_resort: bool,
     /// A pair buffer had to grow (pool overflow).
     pub pool_grew: bool,
+    /// Bytes of the arena in use when the stage's candidate lists were at
+    /// their largest (everything the arena held at the end of the stage, the
+    /// caller's earlier allocations of the frame included).
+    pub arena_bytes: usize,
     /// Strain limiting sweeps.
     pub strain_sweeps: u32,
     /// Wall-clock time of each sub-stage.
@@ -230,9 +238,40 @@ const SELF_PAIRS_PER_TRIANGLE: usize = 24;
 /// Preallocated cloth–obstacle triangle pairs per cloth triangle: drape-65 on
 /// the tessellated sphere reaches 16 in a chunk; twice that for margin.
 const OBSTACLE_PAIRS_PER_TRIANGLE: usize = 32;
-/// Preallocated point–triangle and edge–edge tests per cloth triangle (most
+/// Point–triangle and edge–edge tests per cloth triangle the first candidate
+/// list is sized for (later lists start at the largest count seen so far; most
 /// overlapping pairs share vertices and emit few tests).
-const TESTS_PER_TRIANGLE: usize = 48;
+const INITIAL_TESTS_PER_TRIANGLE: usize = 16;
+
+/// A list of candidate tests (or their flags) in the frame arena.
+type ArenaVec<'a, T> = bumpalo::collections::Vec<'a, T>;
+
+/// Capacities of a cloth's collision pools, per cloth triangle: sized at
+/// creation ([`PoolSizes::default`]) so that steady frames allocate nothing. A
+/// query that finds more grows its pool once (to at least what it needed;
+/// the pair lists and the candidate list double) and is reported in
+/// [`CollisionStats::pool_grew`] (`FrameStats::pool_overflows`); the pool then
+/// keeps its new size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// Overlapping cloth–cloth triangle pairs (the self-collision pair list).
+    pub self_pairs_per_triangle: usize,
+    /// Overlapping cloth–obstacle triangle pairs.
+    pub obstacle_pairs_per_triangle: usize,
+    /// Point–triangle and edge–edge tests the candidate list (in the frame
+    /// arena) starts with, before any query has been seen.
+    pub tests_per_triangle: usize,
+}
+
+impl Default for PoolSizes {
+    fn default() -> Self {
+        Self {
+            self_pairs_per_triangle: SELF_PAIRS_PER_TRIANGLE,
+            obstacle_pairs_per_triangle: OBSTACLE_PAIRS_PER_TRIANGLE,
+            tests_per_triangle: INITIAL_TESTS_PER_TRIANGLE,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -269,9 +308,12 @@ pub struct ClothCollision {
     obstacle_edge_owner: Vec<u32>,
     self_ws: PairWorkspace,
     cross_ws: PairWorkspace,
-    candidates: Vec<Candidate>,
-    /// Per candidate: did the parallel detection pass find a contact.
-    found: Vec<bool>,
+    /// The most candidate tests one query has produced: the capacity each
+    /// stage's candidate list starts with in the frame arena.
+    candidates_high_water: usize,
+    /// The arena of [`ClothCollision::resolve`], for callers without a frame
+    /// arena (reset at every call).
+    own_arena: Bump,
     /// Per vertex of the shared space: changed by an impulse earlier in
     /// this CCD round (its candidates are re-tested serially).
     touched: Vec<bool>,
@@ -334,8 +376,8 @@ impl ClothCollision {
             // larger result grows them once and is reported as an overflow.
             self_ws: PairWorkspace::with_capacity(triangles.len(), SELF_PAIRS_PER_TRIANGLE),
             cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),
-            candidates: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
-            found: Vec::with_capacity(triangles.len() * TESTS_PER_TRIANGLE),
+            candidates_high_water: triangles.len() * PoolSizes::default().tests_per_triangle,
+            own_arena: Bump::new(),
             touched: vec![false; num_vertices],
             dirty: vec![true; num_vertices],
             v_tested: vec![Vec3::ZERO; num_vertices],
@@ -351,6 +393,16 @@ impl ClothCollision {
             strain: StrainLimiter::new(num_vertices, edges),
             smoother: VelocitySmoother::new(num_vertices, edges),
         }
+    }
+
+    /// Replaces the collision pools by pools of `sizes` (emptied: the next
+    /// queries refill them, growing them if they are too small). Called
+    /// between frames, never in a step; it allocates.
+    pub fn set_pool_sizes(&mut self, sizes: PoolSizes) {
+        let ntri = self.tris.len();
+        self.self_ws = PairWorkspace::with_capacity(ntri, sizes.self_pairs_per_triangle);
+        self.cross_ws = PairWorkspace::with_capacity(ntri, sizes.obstacle_pairs_per_triangle);
+        self.candidates_high_water = ntri * sizes.tests_per_triangle;
     }
 
     /// Sets the obstacle meshes this cloth meets (all of them as one soup:
@@ -414,9 +466,43 @@ impl ClothCollision {
     /// Runs the stage on the cloth's start positions `x0`, changing the
     /// velocities `v` (v^{n+1/2}) in place. `obstacles` are the obstacle meshes
     /// at the start and end of the substep.
+    ///
+    /// The candidate lists come from the collision data's own arena, reset at
+    /// every call (for callers without a frame arena; see
+    /// [`ClothCollision::resolve_in`]). After warm-up it allocates nothing.
     #[allow(clippy::too_many_arguments)]
     pub fn resolve(
         &mut self,
+        settings: &CollisionSettings,
+        h: f32,
+        x0: &[Vec3],
+        v: &mut [Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+        obstacles: &ObstacleMeshes<'_>,
+    ) -> CollisionStats {
+        let mut arena = std::mem::take(&mut self.own_arena);
+        arena.reset();
+        let capacity = arena.allocated_bytes();
+        let mut stats = self.resolve_in(&arena, settings, h, x0, v, mass, inv_mass, obstacles);
+        // A new chunk is an allocation: reported like a grown list.
+        stats.pool_grew |= arena.allocated_bytes() != capacity;
+        self.own_arena = arena;
+        stats
+    }
+
+    /// [`ClothCollision::resolve`] with the candidate tests and their
+    /// detection flags allocated in `arena` (the cloth's frame arena,
+    /// `runtime::arena`). Each list starts with the largest capacity any
+    /// earlier list reached; a query that produces more tests grows it (in the
+    /// arena, doubling, so a growing contact set overflows once rather than
+    /// every frame) and sets [`CollisionStats::pool_grew`]. The lists are
+    /// freed when the stage returns (`bumpalo` rewinds its last allocations),
+    /// so the next substep of the frame reuses their bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn resolve_in(
+        &mut self,
+        arena: &Bump,
         settings: &CollisionSettings,
         h: f32,
         x0: &[Vec3],
@@ -452,14 +538,16 @@ impl ClothCollision {
         self.surface_friction[..n].fill(settings.friction);
 
         let eta = settings.thickness;
+        let mut candidates = ArenaVec::with_capacity_in(self.candidates_high_water, arena);
+        let mut found = ArenaVec::with_capacity_in(self.candidates_high_water, arena);
         // 2. Repulsion and friction at x^n.
-        self.find_candidates(settings, eta, false, &mut stats);
+        self.find_candidates(&mut candidates, settings, eta, false, &mut stats);
         // Detection reads x^n only, so it runs in parallel; the impulses are
         // applied serially in candidate order, as before (same result).
         {
             let x0 = &self.x0;
             let extra = &self.extra_thickness;
-            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+            stats.pool_grew |= detect_parallel(&candidates, &mut found, |c| {
                 let eta = f64::from(pair_eta(extra, c, eta));
                 let q = c.verts.map(|i| x0[i as usize]);
                 if c.kind == Kind::EdgeEdge && !near(&q[..2], &q[2..], margin(c.kind, eta)) {
@@ -476,15 +564,11 @@ impl ClothCollision {
                 }
             });
         }
-        let candidates = std::mem::take(&mut self.candidates);
-        let found = std::mem::take(&mut self.found);
         for (c, _) in candidates.iter().zip(&found).filter(|(_, f)| **f) {
             if self.repel(c, settings, h) {
                 stats.proximity_pairs += 1;
             }
         }
-        self.candidates = candidates;
-        self.found = found;
         stats.times.proximity_ms += lap_ms(&mut clock);
 
         // 3. CCD rounds with collision impulses.
@@ -510,7 +594,16 @@ impl ClothCollision {
                 stats.strain_sweeps += report.sweeps;
             }
             stats.times.strain_ms += lap_ms(&mut clock);
-            let hits = self.ccd_round(settings, h, eta_c, s_min, round > 0, &mut stats);
+            let hits = self.ccd_round(
+                &mut candidates,
+                &mut found,
+                settings,
+                h,
+                eta_c,
+                s_min,
+                round > 0,
+                &mut stats,
+            );
             stats.times.ccd_ms += lap_ms(&mut clock);
             stats.ccd_hits += hits;
             if hits == 0 {
@@ -523,7 +616,14 @@ impl ClothCollision {
         if remaining {
             self.zones.zones().reset();
             loop {
-                let hits = self.merge_colliding(settings, h, eta_c, &mut stats);
+                let hits = self.merge_colliding(
+                    &mut candidates,
+                    &mut found,
+                    settings,
+                    h,
+                    eta_c,
+                    &mut stats,
+                );
                 if hits == 0 {
                     break;
                 }
@@ -550,6 +650,8 @@ impl ClothCollision {
         }
         stats.times.zones_ms += lap_ms(&mut clock);
         v.copy_from_slice(&self.v[..n]);
+        stats.arena_bytes = arena.allocated_bytes() - arena.chunk_capacity();
+        self.candidates_high_water = self.candidates_high_water.max(candidates.capacity());
         stats
     }
 
@@ -575,11 +677,12 @@ impl ClothCollision {
         }
     }
 
-    /// Fills `self.candidates` with the point–triangle and edge–edge tests of
+    /// Fills `candidates` with the point–triangle and edge–edge tests of
     /// overlapping triangle pairs: boxes at x^n inflated by `eta`, or (`swept`)
     /// swept boxes from x^n to x^n + h v inflated by `eta`.
     fn find_candidates(
         &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
         settings: &CollisionSettings,
         eta: f32,
         swept: bool,
@@ -598,8 +701,8 @@ impl ClothCollision {
             triangle_boxes(&self.x0[..n], &self.tris, eta, &mut self.boxes);
         }
         self.bvh.refit(&self.boxes);
-        let capacity = self.candidates.capacity();
-        self.candidates.clear();
+        let capacity = candidates.capacity();
+        candidates.clear();
         if settings.self_collision {
             let tris = &self.tris;
             let keep = |a: u32, b: u32| !shares_all(&tris[a as usize], &tris[b as usize]);
@@ -607,7 +710,7 @@ impl ClothCollision {
             stats.pool_grew |= self.self_ws.grew();
             for &(a, b) in self.self_ws.pairs() {
                 emit_tests(
-                    &mut self.candidates,
+                    candidates,
                     (
                         a,
                         &self.tris,
@@ -654,7 +757,7 @@ impl ClothCollision {
             stats.pool_grew |= self.cross_ws.grew();
             for &(a, b) in self.cross_ws.pairs() {
                 emit_tests(
-                    &mut self.candidates,
+                    candidates,
                     (
                         a,
                         &self.tris,
@@ -676,7 +779,7 @@ impl ClothCollision {
                 );
             }
         }
-        stats.pool_grew |= self.candidates.capacity() != capacity;
+        stats.pool_grew |= candidates.capacity() != capacity;
     }
 
     /// One Coulomb coefficient per pair from both sides' surfaces: the
@@ -731,8 +834,11 @@ impl ClothCollision {
     /// One CCD round: every candidate, in order, tested under the current
     /// velocities; each hit gets an inelastic impulse with minimum separation
     /// (METHODS-bw-bridson §3.9). Returns the number of hits.
+    #[allow(clippy::too_many_arguments)]
     fn ccd_round(
         &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        found: &mut ArenaVec<'_, bool>,
         settings: &CollisionSettings,
         h: f32,
         eta_c: f64,
@@ -761,6 +867,7 @@ impl ClothCollision {
         self.v_tested.copy_from_slice(&self.v);
         self.update_end_positions(h);
         self.find_candidates(
+            candidates,
             settings,
             0.5 * settings.thickness * CCD_TOLERANCE_FRACTION as f32,
             true,
@@ -773,7 +880,7 @@ impl ClothCollision {
         // (METHODS-bw-bridson §3.9), for any thread count.
         {
             let (x0, v, dirty) = (&self.x0, &self.v, &self.dirty);
-            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+            stats.pool_grew |= detect_parallel(candidates, found, |c| {
                 if !c.verts.iter().any(|&i| dirty[i as usize]) {
                     return false;
                 }
@@ -791,8 +898,7 @@ impl ClothCollision {
         }
         self.touched.fill(false);
         let mut hits = 0;
-        let candidates = std::mem::take(&mut self.candidates);
-        for (c, &found) in candidates.iter().zip(&self.found) {
+        for (c, &found) in candidates.iter().zip(found.iter()) {
             let touched = c.verts.iter().any(|&i| self.touched[i as usize]);
             if !found && !touched {
                 continue;
@@ -825,7 +931,6 @@ impl ClothCollision {
             let mu = self.pair_friction(c);
             response::collision_impulse(&stencil, d0, s_min, h, mu, &mut self.v, &self.inv_mass);
         }
-        self.candidates = candidates;
         hits
     }
 
@@ -833,6 +938,8 @@ impl ClothCollision {
     /// of every colliding stencil. Returns the number of collisions.
     fn merge_colliding(
         &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        found: &mut ArenaVec<'_, bool>,
         settings: &CollisionSettings,
         h: f32,
         eta_c: f64,
@@ -840,6 +947,7 @@ impl ClothCollision {
     ) -> u32 {
         self.update_end_positions(h);
         self.find_candidates(
+            candidates,
             settings,
             0.5 * settings.thickness * CCD_TOLERANCE_FRACTION as f32,
             true,
@@ -849,7 +957,7 @@ impl ClothCollision {
         // in candidate order, as before.
         {
             let (x0, x1) = (&self.x0, &self.x1);
-            stats.pool_grew |= detect_parallel(&self.candidates, &mut self.found, |c| {
+            stats.pool_grew |= detect_parallel(candidates, found, |c| {
                 let start = c.verts.map(|i| x0[i as usize]);
                 let end = c.verts.map(|i| x1[i as usize]);
                 swept_near(c.kind, &start, &end, eta_c)
@@ -863,7 +971,7 @@ impl ClothCollision {
             });
         }
         let mut hits = 0;
-        for (c, &found) in self.candidates.iter().zip(&self.found) {
+        for (c, &found) in candidates.iter().zip(found.iter()) {
             if found {
                 hits += 1;
                 let z = self.zones.zones();
@@ -893,7 +1001,7 @@ const DETECT_PARALLEL_MIN: usize = 4096;
 /// (a pool overflow).
 fn detect_parallel(
     candidates: &[Candidate],
-    found: &mut Vec<bool>,
+    found: &mut ArenaVec<'_, bool>,
     test: impl Fn(&Candidate) -> bool + Sync,
 ) -> bool {
     let capacity = found.capacity();
@@ -906,6 +1014,7 @@ fn detect_parallel(
     };
     if candidates.len() >= DETECT_PARALLEL_MIN {
         found
+            .as_mut_slice()
             .par_chunks_mut(DETECT_CHUNK)
             .zip(candidates.par_chunks(DETECT_CHUNK))
             .for_each(run);
@@ -1003,7 +1112,7 @@ type Side<'a> = (
 /// another (or the same) mesh: owned vertices of each against the other
 /// triangle, owned edges against owned edges. `offset` maps a mesh's vertex
 /// indices into the shared vertex space.
-fn emit_tests(out: &mut Vec<Candidate>, a: Side<'_>, b: Side<'_>) {
+fn emit_tests(out: &mut ArenaVec<'_, Candidate>, a: Side<'_>, b: Side<'_>) {
     for (s, o) in [(a, b), (b, a)] {
         let (t, tris, _, _, vowner, _, off) = s;
         let (u, otris, _, _, _, _, ooff) = o;

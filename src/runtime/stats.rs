@@ -50,8 +50,15 @@ pub struct FrameStats {
     pub largest_zone: u32,
     /// Substeps whose fail-safe took its last resort (one rigid cloth).
     pub last_resorts: u32,
-    /// Substeps in which a collision pool had to grow (an overflow).
+    /// Pool overflows: substeps in which a collision pool had to grow, plus
+    /// cloths whose frame arena took a new chunk this frame, plus isometric
+    /// contact-pool growths. Each is an allocation in a step; after it the pool
+    /// keeps its new size.
     pub pool_overflows: u32,
+    /// Bytes of the frame arenas used this frame: per cloth the high-water
+    /// mark (the largest use seen at the end of a collision stage; the stage
+    /// frees its lists when it returns), summed over cloths (`runtime::arena`).
+    pub arena_bytes: u64,
     /// The CG cap this frame ran with (the governor's, or the budget's).
     pub cg_cap: u32,
     /// Isometric cloths (Wang 2012): Gauss–Newton iterations, summed over every projection.
@@ -82,6 +89,7 @@ impl FrameStats {
         self.largest_zone = self.largest_zone.max(c.largest_zone);
         self.last_resorts += u32::from(c.last_resort);
         self.pool_overflows += u32::from(c.pool_grew);
+        self.arena_bytes = self.arena_bytes.max(c.arena_bytes as u64);
         self.collide_ms.add(&c.times);
     }
 
@@ -112,6 +120,7 @@ impl FrameStats {
         self.largest_zone = self.largest_zone.max(o.largest_zone);
         self.last_resorts += o.last_resorts;
         self.pool_overflows += o.pool_overflows;
+        self.arena_bytes += o.arena_bytes;
         self.newton_iterations += o.newton_iterations;
         self.newton_max_iterations = self.newton_max_iterations.max(o.newton_max_iterations);
         self.newton_unconverged += o.newton_unconverged;

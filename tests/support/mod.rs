@@ -8,6 +8,7 @@
 // Every test binary compiles this module but uses only part of it.
 #![allow(dead_code)]
 
+pub mod alloc_count;
 pub mod intersection;
 
 // Re-exported for the callers that use them; a binary that uses none would warn.
