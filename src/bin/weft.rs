@@ -91,6 +91,20 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Plot columns of several runs' stats.csv against each other (one SVG per
+    /// column), e.g. a scene run with two couplings.
+    Compare {
+        /// Runs as LABEL=PATH: a `weft run` output folder or its stats.csv.
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<String>,
+        /// Columns of stats.csv (comma-separated): one plot each,
+        /// `compare_<column>.svg`.
+        #[arg(long, value_delimiter = ',', required = true)]
+        columns: Vec<String>,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// A failure with its exit code.
@@ -135,6 +149,7 @@ fn main() -> ExitCode {
             frames,
             threads,
         } => with_threads(threads, || bench(&scene, frames)),
+        Command::Compare { runs, columns, out } => compare(&runs, &columns, &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -186,6 +201,86 @@ fn check(path: &Path) -> Result<(), Failure> {
         scene.frames,
         scene.fps
     );
+    Ok(())
+}
+
+/// One `weft run`'s stats.csv: its header and rows.
+struct StatsTable {
+    header: Vec<String>,
+    rows: Vec<Vec<f64>>,
+}
+
+impl StatsTable {
+    fn read(path: &Path) -> Result<Self, Failure> {
+        let text = fs::read_to_string(path).map_err(|e| io_err(path, e))?;
+        let mut lines = text.lines();
+        let header: Vec<String> = lines
+            .next()
+            .ok_or_else(|| Failure::BadInput(format!("{}: empty file", path.display())))?
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let mut rows = Vec::new();
+        for (k, line) in lines.enumerate() {
+            let row = line
+                .split(',')
+                .map(|v| v.trim().parse::<f64>())
+                .collect::<Result<Vec<f64>, _>>()
+                .map_err(|e| Failure::BadInput(format!("{}:{}: {e}", path.display(), k + 2)))?;
+            if row.len() != header.len() {
+                return Err(Failure::BadInput(format!(
+                    "{}:{}: {} values for {} columns",
+                    path.display(),
+                    k + 2,
+                    row.len(),
+                    header.len()
+                )));
+            }
+            rows.push(row);
+        }
+        Ok(Self { header, rows })
+    }
+
+    /// The (frame, value) points of `column`.
+    fn points(&self, column: &str, path: &Path) -> Result<Vec<(f64, f64)>, Failure> {
+        let find = |name: &str| {
+            self.header
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| Failure::BadInput(format!("{}: no column `{name}`", path.display())))
+        };
+        let (x, y) = (find("frame")?, find(column)?);
+        Ok(self.rows.iter().map(|r| (r[x], r[y])).collect())
+    }
+}
+
+/// `weft compare`: one SVG per column with a line per run.
+fn compare(runs: &[String], columns: &[String], out: &Path) -> Result<(), Failure> {
+    use weft::render::plot::{Plot, Series};
+    let mut tables = Vec::with_capacity(runs.len());
+    for run in runs {
+        let (label, path) = run
+            .split_once('=')
+            .ok_or_else(|| Failure::BadInput(format!("run `{run}`: expected LABEL=PATH")))?;
+        let mut path = PathBuf::from(path);
+        if path.is_dir() {
+            path.push("stats.csv");
+        }
+        let table = StatsTable::read(&path)?;
+        tables.push((label.to_string(), path, table));
+    }
+    fs::create_dir_all(out).map_err(|e| io_err(out, e))?;
+    for column in columns {
+        let mut plot = Plot::new(column.clone(), "frame", column.clone());
+        plot.y_from_zero = true;
+        for (label, path, table) in &tables {
+            plot.series
+                .push(Series::line(label.clone(), table.points(column, path)?));
+        }
+        let file = out.join(format!("compare_{column}.svg"));
+        fs::write(&file, plot.to_svg()).map_err(|e| io_err(&file, e))?;
+        println!("wrote {}", file.display());
+    }
     Ok(())
 }
 
