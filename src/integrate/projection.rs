@@ -1208,6 +1208,26 @@ mod tests {
         (x0, edges, inv_mass, target)
     }
 
+    /// Projects `target` onto the hard rows of `set` from `x⁽⁰⁾ = target`; the result and report.
+    fn project_hard(
+        proj: &mut GaussNewtonProjection,
+        set: &EdgeLengths,
+        target: &[DVec3],
+        inv_mass: &[f64],
+        settings: &ProjectionSettings,
+    ) -> (ProjectionReport, Vec<DVec3>) {
+        let mut x = target.to_vec();
+        let rep = proj.project(
+            &[hard(set)],
+            target,
+            inv_mass,
+            settings,
+            &mut x,
+            &mut || false,
+        );
+        (rep, x)
+    }
+
     #[test]
     fn proximal_rows_and_curvature_majorizer_keep_the_fixed_point() {
         // RowRole::Proximal and the majorizer change the iteration, not its fixed point: the
@@ -1303,21 +1323,9 @@ mod tests {
                 gauss_newton_iterations: u32::MAX,
                 ..ProjectionSettings::default()
             };
-            let mut x = target.clone();
-            let mut rep = ProjectionReport::default();
             // Two steps' worth: the second starts with the multipliers of the first.
-            for _ in 0..2 {
-                x.copy_from_slice(&target);
-                rep = proj.project(
-                    &[hard(&set)],
-                    &target,
-                    &inv_mass,
-                    &settings,
-                    &mut x,
-                    &mut || false,
-                );
-            }
-            rep
+            project_hard(&mut proj, &set, &target, &inv_mass, &settings);
+            project_hard(&mut proj, &set, &target, &inv_mass, &settings).0
         };
         let plain = run(false);
         let majorized = run(true);
@@ -1348,16 +1356,7 @@ mod tests {
                 gauss_newton_iterations,
                 ..ProjectionSettings::default()
             };
-            let mut x = target.clone();
-            let rep = proj.project(
-                &[hard(&set)],
-                &target,
-                &inv_mass,
-                &settings,
-                &mut x,
-                &mut || false,
-            );
-            (rep, x)
+            project_hard(&mut proj, &set, &target, &inv_mass, &settings)
         };
         let (gn, _) = run(u32::MAX, 1e-6, 30);
         let (hybrid, xh) = run(2, 1e-6, 30);
@@ -1591,15 +1590,7 @@ mod tests {
             },
             ..ProjectionSettings::default()
         };
-        let mut x = target.clone();
-        let rep = proj.project(
-            &[hard(&set)],
-            &target,
-            &inv_mass,
-            &settings,
-            &mut x,
-            &mut || false,
-        );
+        let (rep, x) = project_hard(&mut proj, &set, &target, &inv_mass, &settings);
         assert!(rep.converged, "{rep:?}");
         assert!(x[3].y.abs() < 1e-9 && x[4].y.abs() < 1e-9);
         assert_eq!(proj.multipliers().len(), 6);
