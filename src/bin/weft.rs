@@ -502,6 +502,9 @@ fn run(
             Ok(stats) => {
                 write_csv_row(&mut csv, u64::from(f), world.time(), &stats)
                     .map_err(|e| io_err(&csv_path, e))?;
+                // One row per frame on disk as soon as the frame ends: a long or
+                // interrupted run can be watched and keeps what it computed.
+                csv.flush().map_err(|e| io_err(&csv_path, e))?;
                 if let Some(p) = plot_data.as_mut() {
                     p.push(f, &stats, &world);
                 }
