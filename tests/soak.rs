@@ -168,9 +168,9 @@ fn baraff_witkin_first_1000_frames() {
 /// Ignored: it does not step at frame rate. Measured with `weft run` of this scene (no floor
 /// needed for the first frames), 2 threads on the shared 2-core machine at load ≈ 4, after the
 /// two-phase projection landed: free-fall frames 0.29–0.51 s each (1 Gauss–Newton iteration and
-/// 2–7 PCG iterations a step, so the time is the collision stage and the IC(0) factorisation);
+/// 2–7 PCG iterations a step: the time is spent outside PCG, not yet profiled);
 /// the first contact frame (11) took 199 s: 46 Newton and 43,088 PCG iterations (about 940 per
-/// solve against the cap of 1,000). 10,000 frames would take weeks. Run with
+/// solve against the cap of 1,000). 10,000 frames would take days. Run with
 /// `cargo test --release --test soak -- --ignored isometric`.
 #[test]
 #[ignore = "isometric drape-33 costs minutes a frame in contact (PCG); see the doc comment"]
