@@ -135,32 +135,37 @@ mod tests {
 
     use super::*;
 
+    /// The table refused an insert (it never does below `u32::MAX` slots).
+    const FULL: &str = "handle table full";
+
     #[test]
-    fn removed_handles_stay_dead_after_reuse() {
+    fn removed_handles_stay_dead_after_reuse() -> Result<(), &'static str> {
         let mut t = HandleTable::default();
-        let (i, g) = t.insert("a").unwrap();
+        let (i, g) = t.insert("a").ok_or(FULL)?;
         assert_eq!(g, 1);
         assert_eq!(t.remove(i, g), Some("a"));
         assert_eq!(t.get(i, g), None);
         assert_eq!(t.remove(i, g), None);
-        let (j, h) = t.insert("b").unwrap();
+        let (j, h) = t.insert("b").ok_or(FULL)?;
         assert_eq!((j, h), (i, 2));
         assert_eq!(t.get(i, g), None);
         assert_eq!(t.get(j, h), Some(&"b"));
         assert_eq!(t.get(0, 0), None);
         assert_eq!(t.get(7, 1), None);
+        Ok(())
     }
 
     #[test]
-    fn a_slot_at_the_last_generation_is_retired() {
+    fn a_slot_at_the_last_generation_is_retired() -> Result<(), &'static str> {
         let mut t = HandleTable::default();
-        let (i, _) = t.insert(1).unwrap();
+        let (i, _) = t.insert(1).ok_or(FULL)?;
         t.slots[i as usize].generation = u32::MAX;
         assert_eq!(t.remove(i, u32::MAX), Some(1));
-        let (j, g) = t.insert(2).unwrap();
+        let (j, g) = t.insert(2).ok_or(FULL)?;
         assert_ne!(j, i);
         assert_eq!(g, 1);
         assert_eq!(t.get(i, u32::MAX), None);
+        Ok(())
     }
 
     proptest! {
@@ -174,7 +179,7 @@ mod tests {
             for (n, (op, pick)) in ops.into_iter().enumerate() {
                 match op {
                     0 => {
-                        let h = t.insert(n).unwrap();
+                        let h = t.insert(n).ok_or_else(|| TestCaseError::fail(FULL))?;
                         prop_assert!(!issued.contains(&h), "handle {:?} issued twice", h);
                         issued.push(h);
                         live.insert(h, n);
