@@ -255,13 +255,11 @@ fn isometric_rust_hash(frames: u32) -> String {
     use weft::collide::resolve::CollisionSettings;
     use weft::collide::strain_limit::StrainLimit;
     use weft::integrate::bdf2::Integrator;
-    use weft::integrate::implicit_euler::{BwSettings, RestAngles};
+    use weft::integrate::implicit_euler::BwSettings;
     use weft::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
     use weft::integrate::isometric_cloth::{IsometricDesc, RestShape};
     use weft::integrate::projection::ProjectionSettings;
-    use weft::linalg::PcgSettings;
     use weft::mesh::{Diagonals, GridSpec, grid};
-    use weft::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
     use weft::runtime::budget::Budget;
 
     const N: u32 = 9;
@@ -314,29 +312,7 @@ fn isometric_rust_hash(frames: u32) -> String {
         friction: 0.3,
         air_damping: 0.0,
         // The weft_cloth_desc defaults (not used by the isometric step).
-        model: BwSettings {
-            membrane: MembraneParams {
-                stretch_u: 1000.0,
-                stretch_v: 1000.0,
-                shear: 100.0,
-                rest_stretch_u: 1.0,
-                rest_stretch_v: 1.0,
-                stretch_damping: 0.002,
-                shear_damping: 0.002,
-            },
-            bend: BendParams {
-                stiffness: 1e-5,
-                damping: 0.002,
-            },
-            rest_angles: RestAngles::Flat,
-            bending: Default::default(),
-            bending_integration: Default::default(),
-            jacobian: JacobianMode::Definite,
-            pcg: PcgSettings {
-                max_iterations: 200,
-                tolerance: 1e-3,
-            },
-        },
+        model: BwSettings::default(),
         pins: Vec::new(),
         pin_velocity: Vec3::ZERO,
         initial_velocity: Vec3::ZERO,

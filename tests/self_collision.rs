@@ -7,35 +7,18 @@ use glam::{Quat, Vec2, Vec3};
 use support::{TriSoup, find_intersections};
 use weft::collide::resolve::CollisionSettings;
 use weft::collide::shapes::{Motion, Pose};
-use weft::integrate::implicit_euler::{BwSettings, RestAngles};
+use weft::integrate::implicit_euler::BwSettings;
 use weft::linalg::PcgSettings;
 use weft::mesh::{Diagonals, GridSpec, grid};
-use weft::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use weft::world::{ClothDesc, ObstacleDesc, World, WorldSettings};
 
 fn material() -> BwSettings {
     BwSettings {
-        membrane: MembraneParams {
-            stretch_u: 1000.0,
-            stretch_v: 1000.0,
-            shear: 100.0,
-            rest_stretch_u: 1.0,
-            rest_stretch_v: 1.0,
-            stretch_damping: 0.002,
-            shear_damping: 0.002,
-        },
-        bend: BendParams {
-            stiffness: 1e-5,
-            damping: 0.002,
-        },
-        rest_angles: RestAngles::Flat,
-        bending: Default::default(),
-        bending_integration: Default::default(),
-        jacobian: JacobianMode::Definite,
         pcg: PcgSettings {
             max_iterations: 100,
             tolerance: 1e-3,
         },
+        ..BwSettings::default()
     }
 }
 
