@@ -488,10 +488,17 @@ impl GaussNewtonProjection {
         // iteration (the stall test).
         let mut fast = false;
         let mut previous = f64::INFINITY;
+        // The violation at `x` when the backtracking of phase 2 already evaluated it.
+        let mut evaluated: Option<f64> = None;
         loop {
             // C(x⁽ˢ⁾) and the stopping test.
-            self.evaluate(families, x);
-            report.max_violation = self.max_violation(families, settings);
+            report.max_violation = match evaluated.take() {
+                Some(v) => v,
+                None => {
+                    self.evaluate(families, x);
+                    self.max_violation(families, settings)
+                }
+            };
             if report.max_violation <= settings.tolerance && report.iterations >= min_solves {
                 report.converged = true;
                 break;
@@ -624,7 +631,9 @@ impl GaussNewtonProjection {
                 let mut alpha = 1.0;
                 for _ in 0..4 {
                     self.evaluate(families, x);
-                    if self.max_violation(families, settings) < previous {
+                    let v = self.max_violation(families, settings);
+                    if v < previous {
+                        evaluated = Some(v);
                         break;
                     }
                     alpha *= 0.5;
