@@ -1129,23 +1129,10 @@ mod wang_model_tests {
         }
     }
 
-    /// The hanging sheet with the settings of the fix: every hard row of (3.1), (3.3), (3.4)
-    /// proximal with `β = 10⁻²` (`RowRole::Proximal`), the curvature majorizer on, PCG with
-    /// IC(0) to a relative 10⁻⁴ (warm-started), strain tolerance 0.1 %, 30 Gauss–Newton
-    /// iterations at most. Returns (largest drop of the free edge, drop at the end, base-edge
-    /// strain at the end, largest Newton count, steps that missed the tolerance, total PCG).
-    fn hang_run(
-        n: u32,
-        steps: usize,
-    ) -> (
-        f64,
-        f64,
-        crate::model::isometric::BaseEdgeStrain,
-        u32,
-        u32,
-        u64,
-    ) {
-        let mut s = Hang::new(
+    /// The hanging sheet (`n × n` base grid, `k_b = 10⁻⁴`) and the step settings of the fix
+    /// described on [`hang_run`].
+    fn hang_with_fix(n: u32) -> (Hang, IsometricSettings) {
+        let s = Hang::new(
             n,
             1e-4,
             Regularisation {
@@ -1164,6 +1151,26 @@ mod wang_model_tests {
             ..IsometricSettings::default()
         };
         settings.projection.cg.tolerance = 1e-4;
+        (s, settings)
+    }
+
+    /// The hanging sheet with the settings of the fix: every hard row of (3.1), (3.3), (3.4)
+    /// proximal with `β = 10⁻²` (`RowRole::Proximal`), the curvature majorizer on, PCG with
+    /// IC(0) to a relative 10⁻⁴ (warm-started), strain tolerance 0.1 %, 30 Gauss–Newton
+    /// iterations at most. Returns (largest drop of the free edge, drop at the end, base-edge
+    /// strain at the end, largest Newton count, steps that missed the tolerance, total PCG).
+    fn hang_run(
+        n: u32,
+        steps: usize,
+    ) -> (
+        f64,
+        f64,
+        crate::model::isometric::BaseEdgeStrain,
+        u32,
+        u32,
+        u64,
+    ) {
+        let (mut s, settings) = hang_with_fix(n);
         let (mut max_newton, mut missed, mut cg, mut max_drop) = (0, 0, 0u64, 0.0f64);
         for step in 0..steps {
             let rep = s.step(0.01, &settings);
@@ -1193,25 +1200,7 @@ mod wang_model_tests {
     #[ignore = "measurement (slow; prints time per step)"]
     fn measure_hanging_sheet() {
         for (n, steps) in [(33u32, 10usize), (101, 1)] {
-            let mut s = Hang::new(
-                n,
-                1e-4,
-                Regularisation {
-                    conforming: 1e-2,
-                    boundary: 1e-2,
-                    inextensible: 1e-2,
-                    proximal: true,
-                },
-            );
-            let mut settings = IsometricSettings {
-                projection: ProjectionSettings {
-                    tolerance: 1e-3,
-                    max_iterations: 30,
-                    ..ProjectionSettings::default()
-                },
-                ..IsometricSettings::default()
-            };
-            settings.projection.cg.tolerance = 1e-4;
+            let (mut s, settings) = hang_with_fix(n);
             let (mut newton, mut cg, mut missed) = (0u64, 0u64, 0u32);
             let t0 = std::time::Instant::now();
             for step in 0..steps {
