@@ -51,6 +51,15 @@
 //!   upper bound of that term as a proximal mass (fixed point unchanged).
 //! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
 //!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
+//! - Two phases (**choice**, not in the thesis): Gauss–Newton as above converges only linearly
+//!   when the constraint forces are large against the inertia (contact, heavy tension). After
+//!   `gauss_newton_iterations` iterations (or earlier, when an iteration gains less than half,
+//!   but never above `fast_projection_below`) the iteration becomes fast projection from the
+//!   current iterate (Wang 2012 eq. 3.13–3.14, Goldenthal et al. 2007): the same `K` with the
+//!   target `x⁽ˢ⁾`, the residual rows frozen at their phase-1 values, the multipliers
+//!   accumulated as increments, and the step halved (up to 4 times) while it does not lower the
+//!   violation. It converges quadratically to the constraints, to a point near (not at) the
+//!   minimiser of eq. 3.20.
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
 //!   beyond the capacity grows the pool once and is counted.
 #![deny(unsafe_code)]
