@@ -202,6 +202,60 @@ fn every_sample_loads_builds_and_steps() {
     }
 }
 
+/// The gallery of `samples/README.md` covers every scene in `samples/`: each
+/// `samples/<name>.toml` is named in a gallery heading whose section shows a
+/// committed picture (`gallery/*.png`, present on disk) and prints the
+/// `weft run samples/<name>.toml ... --preview...` command that made it. Every
+/// image the gallery links exists.
+#[test]
+fn every_sample_has_a_gallery_picture_and_its_command() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("samples/README.md");
+    let gallery = readme
+        .split_once("\n## Gallery\n")
+        .expect("samples/README.md has a Gallery section")
+        .1;
+    let gallery = gallery.split("\n## ").next().unwrap_or(gallery);
+    let sections: Vec<&str> = gallery.split("\n### ").skip(1).collect();
+    let links = |text: &str| -> Vec<String> {
+        text.split("](gallery/")
+            .skip(1)
+            .filter_map(|rest| rest.split_once(')').map(|(file, _)| file.to_string()))
+            .collect()
+    };
+    for file in links(gallery) {
+        assert!(
+            root.join("gallery").join(&file).is_file(),
+            "samples/README.md links gallery/{file}, which is missing"
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .expect("samples/ is readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    for name in &names {
+        let quoted = format!("`{name}`");
+        let section = sections
+            .iter()
+            .find(|sec| sec.lines().next().is_some_and(|h| h.contains(&quoted)))
+            .unwrap_or_else(|| panic!("no gallery heading names {quoted}"));
+        assert!(
+            links(section).iter().any(|f| f.ends_with(".png")),
+            "the gallery section of {name} shows no picture"
+        );
+        let command = format!("weft run samples/{name} ");
+        assert!(
+            section
+                .lines()
+                .any(|l| l.trim_start().starts_with(&command) && l.contains("--preview")),
+            "the gallery section of {name} does not print the `{command}... --preview` command"
+        );
+    }
+}
+
 /// The sleeve on its moving arm stays intersection-free, checked by the
 /// independent checker after every frame: the sleeve settles onto the arm
 /// (0.5 s) and the arm starts to swing up (the first 0.5 s of the swing).
