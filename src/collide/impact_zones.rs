@@ -193,15 +193,15 @@ impl ZoneSet {
     }
 
     /// Merges the zones of `a` and `b` (METHODS-bw-bridson §3.10 step 2). Union by rank; on equal ranks the
-    /// root of `a` stays the representative.
+    /// root of `a` stays the representative. True if they were in different zones (the partition changed).
     ///
     /// # Panics
     /// If `a` or `b` is out of range.
-    pub fn union(&mut self, a: u32, b: u32) {
+    pub fn union(&mut self, a: u32, b: u32) -> bool {
         let ra = self.find(a);
         let rb = self.find(b);
         if ra == rb {
-            return;
+            return false;
         }
         let (keep, join) = match self.rank[ra as usize].cmp(&self.rank[rb as usize]) {
             std::cmp::Ordering::Less => (rb, ra),
@@ -219,6 +219,7 @@ impl ZoneSet {
                 self.touched.push(v);
             }
         }
+        true
     }
 
     /// Merges the zones of all `verts` (the four vertices of a collision stencil, say).
@@ -809,11 +810,8 @@ mod tests {
         let run = |order: &[(u32, u32)], swap: bool| {
             let mut set = ZoneSet::new(n as usize);
             for &(a, b) in order {
-                if swap {
-                    set.union(b, a)
-                } else {
-                    set.union(a, b)
-                }
+                let (a, b) = if swap { (b, a) } else { (a, b) };
+                set.union(a, b);
             }
             let roots: Vec<u32> = (0..n as u32).map(|i| set.find(i)).collect();
             (partition(&mut set), roots)
