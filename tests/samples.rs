@@ -170,10 +170,8 @@ fn flag_hangs_from_its_pinned_edge() {
     assert!(free_corner.y < 1.0, "free corner at {free_corner}");
 }
 
-/// Every scene in `samples/` loads, builds and steps two frames with a finite
-/// state and no intersection (a new sample cannot rot unnoticed).
-#[test]
-fn every_sample_loads_builds_and_steps() {
+/// The file names of the scenes in `samples/` (`*.toml`), sorted.
+fn sample_names() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("samples/ is readable")
@@ -182,6 +180,14 @@ fn every_sample_loads_builds_and_steps() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     names.sort();
+    names
+}
+
+/// Every scene in `samples/` loads, builds and steps two frames with a finite
+/// state and no intersection (a new sample cannot rot unnoticed).
+#[test]
+fn every_sample_loads_builds_and_steps() {
+    let names = sample_names();
     assert!(names.len() >= 10, "only {} samples found", names.len());
     for new in [
         "curtain.toml",
@@ -229,14 +235,7 @@ fn every_sample_has_a_gallery_picture_and_its_command() {
             "samples/README.md links gallery/{file}, which is missing"
         );
     }
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .expect("samples/ is readable")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".toml"))
-        .collect();
-    names.sort();
-    for name in &names {
+    for name in &sample_names() {
         let quoted = format!("`{name}`");
         let section = sections
             .iter()
