@@ -43,6 +43,12 @@
 // Target of the isometric second projection: the collided positions x_c.
 #define WEFT_SECOND_TARGET_COLLIDED 1
 
+// Isometric normal contact rows only push: released when they would pull (the default).
+#define WEFT_CONTACTS_UNILATERAL 0
+
+// Isometric normal contact rows are equalities (Wang 2012 eq. 3.26 as printed).
+#define WEFT_CONTACTS_EQUALITY 1
+
 // Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
 #define WEFT_BENDING_BARAFF_WITKIN 0
 
@@ -236,9 +242,11 @@ typedef struct weft_isometric_settings {
   double proximal_weight;
   // β_n of the normal contact rows, D = β_n w (≥ 0; default 1e-2).
   double contact_compliance;
-  // Gauss–Newton iterations before the switch to fast projection (default 2;
+  // Gauss–Newton iterations before the switch to fast projection (default
   // `UINT32_MAX`: Gauss–Newton throughout).
   uint32_t gauss_newton_iterations;
+  // `WEFT_CONTACTS_*`: normal contact rows unilateral (the default) or equalities.
+  uint32_t contacts;
 } weft_isometric_settings;
 
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).

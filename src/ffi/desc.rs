@@ -60,6 +60,10 @@ pub const WEFT_REST_SHAPE_INPUT: u32 = 1;
 pub const WEFT_SECOND_TARGET_PREDICTION: u32 = 0;
 /// Target of the isometric second projection: the collided positions x_c.
 pub const WEFT_SECOND_TARGET_COLLIDED: u32 = 1;
+/// Isometric normal contact rows only push: released when they would pull (the default).
+pub const WEFT_CONTACTS_UNILATERAL: u32 = 0;
+/// Isometric normal contact rows are equalities (Wang 2012 eq. 3.26 as printed).
+pub const WEFT_CONTACTS_EQUALITY: u32 = 1;
 /// Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
 pub const WEFT_BENDING_BARAFF_WITKIN: u32 = 0;
 /// Baraff–Witkin bending: discrete-shell (dihedral) bending.
@@ -249,9 +253,11 @@ pub struct weft_isometric_settings {
     pub proximal_weight: f64,
     /// β_n of the normal contact rows, D = β_n w (≥ 0; default 1e-2).
     pub contact_compliance: f64,
-    /// Gauss–Newton iterations before the switch to fast projection (default 2;
+    /// Gauss–Newton iterations before the switch to fast projection (default
     /// `UINT32_MAX`: Gauss–Newton throughout).
     pub gauss_newton_iterations: u32,
+    /// `WEFT_CONTACTS_*`: normal contact rows unilateral (the default) or equalities.
+    pub contacts: u32,
 }
 
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
@@ -778,6 +784,11 @@ impl weft_isometric_settings {
             proximal_weight: d.proximal_weight,
             contact_compliance: d.step.contact_compliance,
             gauss_newton_iterations: p.gauss_newton_iterations,
+            contacts: if d.step.unilateral_contacts {
+                WEFT_CONTACTS_UNILATERAL
+            } else {
+                WEFT_CONTACTS_EQUALITY
+            },
         }
     }
 
@@ -845,6 +856,11 @@ impl weft_isometric_settings {
                 return Err(choice(v, "isometric.second_target", "WEFT_SECOND_TARGET_"));
             }
         };
+        let unilateral_contacts = match self.contacts {
+            WEFT_CONTACTS_UNILATERAL => true,
+            WEFT_CONTACTS_EQUALITY => false,
+            v => return Err(choice(v, "isometric.contacts", "WEFT_CONTACTS_")),
+        };
         let rest_shape = match self.rest_shape {
             WEFT_REST_SHAPE_FLAT => RestShape::Flat,
             WEFT_REST_SHAPE_INPUT => RestShape::Input,
@@ -873,6 +889,7 @@ impl weft_isometric_settings {
                 second_target,
                 friction_compliance: Some(self.friction_compliance),
                 contact_compliance: self.contact_compliance,
+                unilateral_contacts,
                 ..IsometricSettings::default()
             },
         })
@@ -1358,6 +1375,7 @@ conforming_compliance = 4e-5
 proximal_weight = 2e-6
 contact_compliance = 3e-3
 gauss_newton_iterations = 5
+contacts = "equality"
 {GRID}
 [cloth.isometric]
 bending_stiffness = 5e-4
@@ -1380,6 +1398,7 @@ rest_shape = "flat"
             proximal_weight: 2e-6,
             contact_compliance: 3e-3,
             gauss_newton_iterations: 5,
+            contacts: WEFT_CONTACTS_EQUALITY,
         };
         let from_c = c.read().expect("valid");
         assert_eq!(from_c, scene_isometric(&s));
@@ -1396,7 +1415,7 @@ rest_shape = "flat"
         type Edit = fn(&mut weft_isometric_settings);
         let nonfinite = weft_status::WEFT_STATUS_NON_FINITE;
         let invalid = weft_status::WEFT_STATUS_INVALID_ARGUMENT;
-        let cases: [(Edit, &str, weft_status); 20] = [
+        let cases: [(Edit, &str, weft_status); 21] = [
             (
                 |s| s.strain_tolerance = f64::NAN,
                 "strain_tolerance",
@@ -1419,6 +1438,7 @@ rest_shape = "flat"
             (|s| s.coupling = 2, "coupling", invalid),
             (|s| s.integrator = 2, "integrator", invalid),
             (|s| s.second_target = 2, "second_target", invalid),
+            (|s| s.contacts = 2, "contacts", invalid),
             (|s| s.rest_shape = 2, "rest_shape", invalid),
             (
                 |s| s.friction_compliance = -1.0,

@@ -39,7 +39,18 @@
 //!   that row are linearly dependent *and* inconsistent, `K` is singular and PCG diverges
 //!   (measured: the small contact scene of `tests/isometric_scene.rs` blew up from frame 9).
 //!   Soft normal rows take the least-squares compromise; line 6 removes what penetration is
-//!   left. They are not part of the stopping test.
+//!   left. They are not part of the stopping test. Under stiff bending soft rows fail the
+//!   other way: the bending pushes the nodes into the obstacle, line 6 pushes them out one by
+//!   one, and each such dent stores bending energy that comes back as a bounce (measured on
+//!   `samples/shell-stiff.toml` over 100 frames: total energy up to 8 × its initial
+//!   1.2 · 10⁵ J with `β_n = 10⁻²`, within 1.1–1.5 · 10⁵ J with `β_n = 10⁻⁶`), so the shell
+//!   samples set `contact_compliance = 1e-6`.
+//! - **Unilateral normal rows** (**choice**; eq. 3.26 is an equality, METHODS-wang §8.1):
+//!   [`IsometricSettings::unilateral_contacts`] lets a normal row only push — the projection
+//!   releases it, with its tangential rows, when its multiplier would pull the node towards the
+//!   obstacle (`GaussNewtonProjection::project`). Equality rows hold every node the collision
+//!   stage moved at its collided height, so a stiff shell keeps the flat spot that stopping its
+//!   lowest nodes made.
 //! - Pinned nodes (`w = 0`) get no contact rows (they would be zero rows of `K`).
 //! - The collision stage works in `f32`; nodes it did not touch keep their `f64` positions
 //!   bit for bit.
@@ -93,6 +104,9 @@ pub struct IsometricSettings {
     pub contact_threshold: f64,
     /// `β_n` of the normal contact rows, `D = β_n w_p` (see the module doc).
     pub contact_compliance: f64,
+    /// Normal contact rows only push (`n · x_p ≥ n · x_c`, an active set in the projection;
+    /// see `GaussNewtonProjection::project`); `false`: equalities, as eq. 3.26 is printed.
+    pub unilateral_contacts: bool,
 }
 
 impl Default for IsometricSettings {
@@ -104,6 +118,7 @@ impl Default for IsometricSettings {
             friction_compliance: Some(1e-3),
             contact_threshold: 1e-9,
             contact_compliance: 1e-2,
+            unilateral_contacts: true,
         }
     }
 }
@@ -285,6 +300,7 @@ impl IsometricStepper {
                     direction: normal,
                     target: normal.dot(xc),
                     compliance: settings.contact_compliance * inv_mass[i],
+                    unilateral: settings.unilateral_contacts,
                 });
                 if let Some(beta) = settings.friction_compliance {
                     let (t1, t2) = normal.any_orthonormal_pair();
@@ -294,6 +310,7 @@ impl IsometricStepper {
                             direction: t,
                             target: t.dot(xc),
                             compliance: beta * inv_mass[i],
+                            unilateral: false,
                         });
                     }
                 }

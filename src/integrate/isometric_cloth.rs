@@ -32,11 +32,11 @@
 //!   `β_c w_k` / `β_b w_k` on the conforming / boundary rows of black node `k`: `K` is positive
 //!   definite despite the planar redundancy and the self-stresses of §3.4, and the rows are hard
 //!   at convergence (the thesis puts `D` only on friction rows). `β` is small (default `10⁻⁶`):
-//!   the fast-projection phase of the solver ([`ProjectionSettings::gauss_newton_iterations`])
-//!   reduces a violation in the near-null directions of `J W Jᵀ` only by `D / (σ + D)` per
-//!   iteration, and `β = 10⁻²` made it crawl (measured on the small contact scene of
-//!   `tests/isometric_scene.rs`: 10 iterations from 1.6 % to 0.3 % strain; `10⁻⁶`: 3–7
-//!   iterations to 0.1 %).
+//!   the iteration reduces a violation in the near-null directions of `J W Jᵀ` only by
+//!   `D / (σ + D)` per iteration, and `β = 10⁻²` made it crawl (measured with the
+//!   fast-projection phase, [`ProjectionSettings::gauss_newton_iterations`], on the small
+//!   contact scene of `tests/isometric_scene.rs`: 10 iterations from 1.6 % to 0.3 % strain;
+//!   `10⁻⁶`: 3–7 iterations to 0.1 %).
 //! - **Forces**: gravity, wind and air drag `−c m v` are explicit accelerations in the prediction
 //!   `x̃ = xⁿ + h vⁿ + h² a` (METHODS-wang §0).
 //! - **Collision stage**: `collide::resolve` on the subdivided mesh, as the stepper runs it; the

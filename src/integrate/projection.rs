@@ -51,15 +51,21 @@
 //!   upper bound of that term as a proximal mass (fixed point unchanged).
 //! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
 //!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
-//! - Two phases (**choice**, not in the thesis): Gauss–Newton as above converges only linearly
-//!   when the constraint forces are large against the inertia (contact, heavy tension). After
-//!   `gauss_newton_iterations` iterations (or earlier, when an iteration gains less than half,
-//!   but never above `fast_projection_below`) the iteration becomes fast projection from the
-//!   current iterate (Wang 2012 eq. 3.13–3.14, Goldenthal et al. 2007): the same `K` with the
-//!   target `x⁽ˢ⁾`, the residual rows frozen at their phase-1 values, the multipliers
+//! - Two phases (**choice**, not in the thesis; off by default): Gauss–Newton as above converges
+//!   only linearly when the constraint forces are large against the inertia (heavy tension).
+//!   After `gauss_newton_iterations` iterations (or earlier, when an iteration gains less than
+//!   half, but never above `fast_projection_below`) the iteration can become fast projection
+//!   from the current iterate (Wang 2012 eq. 3.13–3.14, Goldenthal et al. 2007): the same `K`
+//!   with the target `x⁽ˢ⁾`, the residual rows frozen at their phase-1 values, the multipliers
 //!   accumulated as increments, and the step halved (up to 4 times) while it does not lower the
-//!   violation. It converges quadratically to the constraints, to a point near (not at) the
-//!   minimiser of eq. 3.20.
+//!   violation. It converges quadratically to the constraints, but to a point near (not at) the
+//!   minimiser of eq. 3.20, and how near depends on the potential it ignores: on the stiff shell
+//!   (`samples/shell-stiff.toml`, first contact step) it ended with 5.3 · 10³ J of bending
+//!   energy where Gauss–Newton throughout ended with 1.7 · 10² J (the minimiser, a rigid stop,
+//!   has about 0), and that energy came back as a bounce. So the default
+//!   (`gauss_newton_iterations = u32::MAX`) is Gauss–Newton throughout.
+//! - Contacts are unilateral by default ([`ContactRow::unilateral`]): an active set on the
+//!   normal rows, updated after every iteration (`update_active_set`).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
 //!   beyond the capacity grows the pool once and is counted.
 #![deny(unsafe_code)]
@@ -167,6 +173,27 @@ pub struct ContactRow {
     pub target: f64,
     /// Compliance `D` (0: hard, tested in the stopping test; > 0: soft, untested).
     pub compliance: f64,
+    /// A normal row that may only push (`n · x_p ≥ n · x_c`): released during the projection
+    /// when its multiplier pulls the vertex towards the obstacle, together with the rows on
+    /// the same vertex that follow it in the pool (its tangents). `false`: an equality row
+    /// (the thesis's eq. 3.26 as printed), or a tangent.
+    pub unilateral: bool,
+}
+
+impl ContactRow {
+    /// The row's direction while it is in the active set, zero while it is released.
+    fn effective_direction(&self, active: bool) -> DVec3 {
+        if active { self.direction } else { DVec3::ZERO }
+    }
+}
+
+/// What an update of the contact active set did.
+#[derive(Clone, Copy, Debug, Default)]
+struct ActiveSet {
+    /// Some row changed state.
+    changed: bool,
+    /// Unilateral rows now released.
+    inactive: u32,
 }
 
 /// Preconditioner of the PCG solves (METHODS-wang §11.2).
@@ -203,8 +230,9 @@ pub struct ProjectionSettings {
     /// Gauss–Newton iterations of Wang 2012 eq. 3.25 (target `x̃`) before the iteration
     /// switches to fast projection (Goldenthal et al. 2007, Wang 2012 eq. 3.13–3.14 from the
     /// current iterate; see [`GaussNewtonProjection::project`]). It switches earlier when an
-    /// iteration reduces the violation by less than half. `u32::MAX`: the thesis's iteration
-    /// throughout.
+    /// iteration reduces the violation by less than half. `u32::MAX` (the default): the
+    /// thesis's iteration throughout. Phase 2 ignores the potential, so with stiff bending it
+    /// ends far from the minimiser (module doc).
     pub gauss_newton_iterations: u32,
     /// The switch to fast projection waits until the scaled violation is at most this (its
     /// linearisation is poor far from the manifold: an edge strained by 100 % or folded to
@@ -224,7 +252,7 @@ impl Default for ProjectionSettings {
             contact_length: 1e-2,
             preconditioner: Preconditioner::default(),
             curvature_majorizer: true,
-            gauss_newton_iterations: 2,
+            gauss_newton_iterations: u32::MAX,
             fast_projection_below: 0.1,
         }
     }
@@ -250,6 +278,8 @@ pub struct ProjectionReport {
     pub linear_solve_failed: bool,
     /// Of [`ProjectionReport::iterations`], those done as fast projection (the second phase).
     pub fast_projection_iterations: u32,
+    /// Unilateral contact rows released at the end ([`ContactRow::unilateral`]).
+    pub released_contacts: u32,
 }
 
 /// The preallocated Gauss–Newton projector for one cloth: the stencil structure of its row
@@ -273,6 +303,12 @@ pub struct GaussNewtonProjection {
     /// `W Gᵀ z` per vertex.
     u: Vec<DVec3>,
     contacts: Vec<ContactRow>,
+    /// Per contact row: in the active set of this projection (unilateral rows, see
+    /// [`ContactRow::unilateral`]).
+    contact_active: Vec<bool>,
+    /// Per contact row: how often its activity changed in this projection (capped, so that
+    /// the active set cannot cycle).
+    contact_toggles: Vec<u8>,
     contact_capacity: usize,
     contact_overflows: u32,
     pcg: ScalarPcgWorkspace,
@@ -360,6 +396,8 @@ impl GaussNewtonProjection {
             z_total: vec![0.0; total],
             u: vec![DVec3::ZERO; num_vertices],
             contacts: Vec::with_capacity(contact_capacity),
+            contact_active: Vec::with_capacity(contact_capacity),
+            contact_toggles: Vec::with_capacity(contact_capacity),
             contact_capacity,
             contact_overflows: 0,
             pcg: ScalarPcgWorkspace::new(total),
@@ -379,6 +417,8 @@ impl GaussNewtonProjection {
     /// Removes every contact row (start of a step, or of the staggered pipeline).
     pub fn clear_contacts(&mut self) {
         self.contacts.clear();
+        self.contact_active.clear();
+        self.contact_toggles.clear();
     }
 
     /// The contact rows currently in the system.
@@ -409,13 +449,17 @@ impl GaussNewtonProjection {
             ] {
                 v.resize(total, 0.0);
             }
-            self.contacts
-                .reserve(self.contact_capacity - self.contacts.len());
+            let more = self.contact_capacity - self.contacts.len();
+            self.contacts.reserve(more);
+            self.contact_active.reserve(more);
+            self.contact_toggles.reserve(more);
             self.pcg.reserve(total);
         }
         let a = self.num_cloth_rows() + self.contacts.len();
         self.z[a] = 0.0;
         self.contacts.push(row);
+        self.contact_active.push(true);
+        self.contact_toggles.push(0);
     }
 
     /// The multipliers / residuals `z = (r, λ)` of the last solve (cloth rows, then contacts).
@@ -475,9 +519,9 @@ impl GaussNewtonProjection {
                 &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
             );
         }
-        for (c, d) in self.contacts.iter().zip(&mut self.diag[cloth_rows..rows]) {
-            *d = c.compliance.max(0.0);
-        }
+        self.contact_active.fill(true);
+        self.contact_toggles.fill(0);
+        self.refresh_contact_diagonal();
         // At least one solve when soft or residual rows exist: a feasible start is not the
         // minimiser then.
         let min_solves = u32::from(
@@ -509,8 +553,16 @@ impl GaussNewtonProjection {
                 }
             };
             if report.max_violation <= settings.tolerance && report.iterations >= min_solves {
-                report.converged = true;
-                break;
+                // Converged on this active set: its multipliers are those of the solution, so
+                // this is where the set is updated; a change means more iterations.
+                let set = self.update_active_set(x, fast);
+                report.released_contacts = set.inactive;
+                if !set.changed {
+                    report.converged = true;
+                    break;
+                }
+                self.evaluate(families, x);
+                report.max_violation = self.max_violation(families, settings);
             }
             if !report.max_violation.is_finite() {
                 report.linear_solve_failed = true;
@@ -560,6 +612,7 @@ impl GaussNewtonProjection {
                 z,
                 u,
                 contacts,
+                contact_active,
                 pcg,
                 k_cloth,
                 ic,
@@ -573,6 +626,7 @@ impl GaussNewtonProjection {
                 gradients,
                 diag: &diag[..rows],
                 contacts,
+                active: contact_active,
                 inv_mass,
                 u,
             };
@@ -599,12 +653,14 @@ impl GaussNewtonProjection {
                     ic.factor(k_cloth);
                     let ic = &*ic;
                     let d = &diag[..rows];
+                    let active = &contact_active[..];
                     let mut precond = |r: &[f64], s: &mut [f64]| {
                         ic.solve(&r[..cloth_rows], &mut s[..cloth_rows]);
                         for (j, c) in contacts.iter().enumerate() {
                             let a = cloth_rows + j;
-                            let kaa =
-                                inv_mass[c.vertex as usize] * c.direction.length_squared() + d[a];
+                            let kaa = inv_mass[c.vertex as usize]
+                                * c.effective_direction(active[j]).length_squared()
+                                + d[a];
                             s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
                         }
                     };
@@ -749,9 +805,87 @@ impl GaussNewtonProjection {
             f.set.evaluate(x, &mut self.values[r]);
         }
         let base = self.topo.num_cloth_rows();
-        for (c, v) in self.contacts.iter().zip(&mut self.values[base..]) {
-            *v = c.direction.dot(x[c.vertex as usize]) - c.target;
+        for ((c, v), &on) in self
+            .contacts
+            .iter()
+            .zip(&mut self.values[base..])
+            .zip(&self.contact_active)
+        {
+            *v = if on {
+                c.direction.dot(x[c.vertex as usize]) - c.target
+            } else {
+                0.0
+            };
         }
+    }
+
+    /// `D` of the contact rows: the row's compliance while active; 1 while released, so that
+    /// its row of `K` reads `z_a = 0` (its direction counts as zero, its right-hand side is 0).
+    fn refresh_contact_diagonal(&mut self) {
+        let base = self.topo.num_cloth_rows();
+        for ((c, d), &on) in self
+            .contacts
+            .iter()
+            .zip(&mut self.diag[base..])
+            .zip(&self.contact_active)
+        {
+            *d = if on { c.compliance.max(0.0) } else { 1.0 };
+        }
+    }
+
+    /// The active set of the unilateral contact rows ([`ContactRow::unilateral`]) at a point
+    /// that met the stopping test on the current set: a normal row whose multiplier pulls its
+    /// vertex towards the obstacle
+    /// (`λ_a > 0`: the row's force on the vertex is `−λ_a n`, and `n` points away from the
+    /// obstacle) is released with its tangents, its multipliers set to 0; a released row whose
+    /// vertex has moved behind its plane (`n · x_p < n · x_c`) is taken back. Each row changes
+    /// at most twice per projection, so the set cannot cycle. In the fast-projection phase the
+    /// set is frozen: its accumulated multipliers are not those of the step's problem (its
+    /// target is the iterate, not `x̃`). **Choice** (not in the thesis,
+    /// whose eq. 3.26 is an equality, METHODS-wang §8.1): with equality rows the projection
+    /// holds every vertex the collision stage moved at its collided height, so a stiff shell
+    /// keeps the dent that stopping its lowest vertices made, and the bending energy of that
+    /// dent comes back as a bounce (measured on shell-stiff: the total energy grew from
+    /// 1.2 · 10⁵ J to 10⁷ J in 40 frames).
+    fn update_active_set(&mut self, x: &[DVec3], fast: bool) -> ActiveSet {
+        let base = self.topo.num_cloth_rows();
+        let mut out = ActiveSet::default();
+        // The normal row governing the rows that follow it on the same vertex.
+        let mut owner: Option<(u32, bool)> = None;
+        for j in 0..self.contacts.len() {
+            let c = self.contacts[j];
+            let a = base + j;
+            let was = self.contact_active[j];
+            let now = if c.unilateral {
+                let lambda = self.z[a];
+                let now = if fast || self.contact_toggles[j] >= 2 {
+                    was
+                } else if was {
+                    lambda <= 0.0
+                } else {
+                    c.direction.dot(x[c.vertex as usize]) < c.target
+                };
+                owner = Some((c.vertex, now));
+                now
+            } else {
+                match owner {
+                    Some((v, on)) if v == c.vertex => on,
+                    _ => was,
+                }
+            };
+            if now != was {
+                self.contact_active[j] = now;
+                self.contact_toggles[j] = self.contact_toggles[j].saturating_add(1);
+                self.z[a] = 0.0;
+                self.z_total[a] = 0.0;
+                out.changed = true;
+            }
+            out.inactive += u32::from(c.unilateral && !now);
+        }
+        if out.changed {
+            self.refresh_contact_diagonal();
+        }
+        out
     }
 
     /// Largest scaled violation over the tested rows (METHODS-wang §11.3).
@@ -811,6 +945,8 @@ struct KOperator<'a> {
     gradients: &'a [DVec3],
     diag: &'a [f64],
     contacts: &'a [ContactRow],
+    /// Per contact row: active (a released row acts with a zero direction).
+    active: &'a [bool],
     inv_mass: &'a [f64],
     /// Scratch `W Gᵀ z` per vertex.
     u: &'a mut [DVec3],
@@ -836,9 +972,9 @@ impl KOperator<'_> {
             }
         });
         let base = t.num_cloth_rows();
-        for (c, zc) in self.contacts.iter().zip(&z[base..]) {
+        for ((c, zc), &on) in self.contacts.iter().zip(&z[base..]).zip(self.active) {
             let v = c.vertex as usize;
-            self.u[v] += c.direction * (zc * w[v]);
+            self.u[v] += c.effective_direction(on) * (zc * w[v]);
         }
     }
 
@@ -863,16 +999,18 @@ impl KOperator<'_> {
                 *r = if kaa > 0.0 { acc } else { 0.0 };
             }
         });
-        for ((c, r), (&val, &d)) in self
+        for (((c, r), (&val, &d)), &on) in self
             .contacts
             .iter()
             .zip(&mut rhs[cloth..])
             .zip(values[cloth..].iter().zip(&self.diag[cloth..]))
+            .zip(self.active)
         {
             let v = c.vertex as usize;
-            let kaa = w[v] * c.direction.length_squared() + d;
+            let n = c.effective_direction(on);
+            let kaa = w[v] * n.length_squared() + d;
             *r = if kaa > 0.0 {
-                val + c.direction.dot(x_target[v] - x[v])
+                val + n.dot(x_target[v] - x[v])
             } else {
                 0.0
             };
@@ -904,7 +1042,10 @@ impl SymOperator for KOperator<'_> {
         });
         for (j, c) in self.contacts.iter().enumerate() {
             let a = cloth + j;
-            y[a] = c.direction.dot(u[c.vertex as usize]) + diag[a] * z[a];
+            y[a] = c
+                .effective_direction(self.active[j])
+                .dot(u[c.vertex as usize])
+                + diag[a] * z[a];
         }
     }
 
@@ -925,7 +1066,8 @@ impl SymOperator for KOperator<'_> {
         });
         for (j, c) in self.contacts.iter().enumerate() {
             let a = cloth + j;
-            out[a] = w[c.vertex as usize] * c.direction.length_squared() + self.diag[a];
+            out[a] = w[c.vertex as usize] * c.effective_direction(self.active[j]).length_squared()
+                + self.diag[a];
         }
     }
 }
@@ -1106,12 +1248,14 @@ mod tests {
             direction: DVec3::Y,
             target: 0.0,
             compliance: 0.0,
+            unilateral: false,
         });
         proj.push_contact(ContactRow {
             vertex: 5,
             direction: DVec3::X,
             target: 0.0,
             compliance: 1e-3,
+            unilateral: false,
         });
         let n_set = set.len();
         let rows = proj.num_cloth_rows() + 2;
@@ -1129,6 +1273,7 @@ mod tests {
             diag,
             u,
             contacts,
+            contact_active,
             ..
         } = &mut proj;
         let mut op = KOperator {
@@ -1136,6 +1281,7 @@ mod tests {
             gradients,
             diag: &diag[..rows],
             contacts,
+            active: contact_active,
             inv_mass: &inv_mass,
             u,
         };
@@ -1594,6 +1740,7 @@ mod tests {
                 direction: DVec3::Y,
                 target: 0.0,
                 compliance: 0.0,
+                unilateral: false,
             });
         }
         assert_eq!(proj.contact_overflows(), 1);
@@ -1624,6 +1771,87 @@ mod tests {
             &mut || true,
         );
         assert!(rep.interrupted && rep.iterations == 0);
+    }
+
+    #[test]
+    fn unilateral_contact_rows_release_when_they_would_pull() {
+        // A chain of 4 springs (residual rows, eq. 3.19) pinned at vertex 0, predicted to dip
+        // through y = 0 at vertex 3 and to rise above it at vertex 4; both carry a normal row
+        // `n · x ≥ 0` (n = +y), vertex 4 also a soft tangent row pulling it along x.
+        let x0: Vec<DVec3> = (0..5)
+            .map(|i| DVec3::new(0.1 * i as f64, 0.0, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..4).map(|i| [i, i + 1]).collect();
+        let springs = SpringResidual::new(&edges, 0.01, 1e3);
+        let mut inv_mass = vec![1.0; 5];
+        inv_mass[0] = 0.0;
+        let dip = [0.0, -0.005, -0.01, -0.02, 0.03];
+        let target: Vec<DVec3> = x0.iter().zip(dip).map(|(p, y)| *p + DVec3::Y * y).collect();
+        let settings = ProjectionSettings {
+            tolerance: 1e-9,
+            contact_length: 0.1,
+            cg: PcgSettings {
+                max_iterations: 1000,
+                tolerance: 1e-12,
+            },
+            ..ProjectionSettings::default()
+        };
+        let normal = |v: u32, unilateral: bool| ContactRow {
+            vertex: v,
+            direction: DVec3::Y,
+            target: 0.0,
+            compliance: 0.0,
+            unilateral,
+        };
+        let tangent = ContactRow {
+            vertex: 4,
+            direction: DVec3::X,
+            target: 0.35,
+            compliance: 1e-3,
+            unilateral: false,
+        };
+        let solve = |rows: &[ContactRow]| {
+            let family = RowFamily {
+                set: &springs,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            };
+            let mut proj = GaussNewtonProjection::new(5, &[&springs], 8);
+            for &r in rows {
+                proj.push_contact(r);
+            }
+            let mut x = target.clone();
+            let rep = proj.project(
+                &[family],
+                &target,
+                &inv_mass,
+                &settings,
+                &mut x,
+                &mut || false,
+            );
+            assert!(rep.converged, "{rep:?}");
+            (rep, x, proj.multipliers()[springs.len()..].to_vec())
+        };
+        // Reference: only vertex 3's row, which pushes (λ < 0: force −λ n along +y).
+        let (_, reference, lambda) = solve(&[normal(3, true)]);
+        assert!(lambda[0] < 0.0 && reference[3].y.abs() < 1e-9, "{lambda:?}");
+        assert!(reference[4].y > 1e-3, "{:?}", reference[4]);
+        // Unilateral: vertex 4's row and its tangent are released; the result is the reference.
+        let (rep, x, lambda) = solve(&[normal(3, true), normal(4, true), tangent]);
+        assert_eq!(rep.released_contacts, 1, "{rep:?}");
+        assert_eq!(&lambda[1..], &[0.0, 0.0]);
+        for (a, b) in x.iter().zip(&reference) {
+            assert!((*a - *b).length() < 1e-9, "{a} vs {b}");
+        }
+        // Equality rows (eq. 3.26 as printed) hold vertex 4 on y = 0 and pull it there.
+        let (rep, x, lambda) = solve(&[normal(3, false), normal(4, false), tangent]);
+        assert_eq!(rep.released_contacts, 0);
+        assert!(
+            x[4].y.abs() < 1e-9 && lambda[1] > 0.0,
+            "{:?} {lambda:?}",
+            x[4]
+        );
     }
 
     #[test]
@@ -1692,6 +1920,7 @@ impl GaussNewtonProjection {
             gradients: &self.gradients,
             diag: &self.diag[..rows],
             contacts: &[],
+            active: &[],
             inv_mass,
             u: &mut self.u,
         };

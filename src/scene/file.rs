@@ -194,6 +194,9 @@ pub struct IsometricSolverSection {
     /// Gauss–Newton iterations (eq. 3.25) before the switch to fast projection.
     #[serde(default = "default_gauss_newton_iterations")]
     pub gauss_newton_iterations: u32,
+    /// Normal contact rows: `"unilateral"` (they only push) or `"equality"` (eq. 3.26).
+    #[serde(default)]
+    pub contacts: ContactRowsKind,
 }
 
 impl Default for IsometricSolverSection {
@@ -212,6 +215,7 @@ impl Default for IsometricSolverSection {
             proximal_weight: default_proximal_weight(),
             contact_compliance: default_contact_compliance(),
             gauss_newton_iterations: default_gauss_newton_iterations(),
+            contacts: ContactRowsKind::default(),
         }
     }
 }
@@ -241,7 +245,7 @@ fn default_contact_compliance() -> f64 {
     1e-2
 }
 fn default_gauss_newton_iterations() -> u32 {
-    2
+    u32::MAX
 }
 
 /// `[solver.isometric] coupling`.
@@ -264,6 +268,17 @@ pub enum IntegratorKind {
     BackwardEuler,
     /// Second order (backward Euler on the first step).
     Bdf2,
+}
+
+/// `[solver.isometric] contacts`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContactRowsKind {
+    /// `n · x_p ≥ n · x_c`: released when they would pull.
+    #[default]
+    Unilateral,
+    /// `n · x_p = n · x_c` (Wang 2012 eq. 3.26 as printed).
+    Equality,
 }
 
 /// `[solver.isometric] second_target`.

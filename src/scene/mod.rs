@@ -1174,7 +1174,9 @@ fn isometric_desc(
     use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
     use crate::integrate::isometric_cloth::RestShape;
     use crate::integrate::projection::ProjectionSettings;
-    use file::{CouplingKind, IntegratorKind, ModelKind, RestShapeKind, SecondTargetKind};
+    use file::{
+        ContactRowsKind, CouplingKind, IntegratorKind, ModelKind, RestShapeKind, SecondTargetKind,
+    };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
         line: find_key_line(text, "cloth.isometric", ci, k),
@@ -1233,6 +1235,7 @@ fn isometric_desc(
             },
             friction_compliance: Some(s.friction_compliance),
             contact_compliance: s.contact_compliance,
+            unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },
     }))

@@ -344,6 +344,9 @@ int main(int argc, char **argv) {
       bad.isometric.second_target = 5;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
       bad = iso;
+      bad.isometric.contacts = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
       bad.isometric.rest_shape = 5;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
       bad = iso;
