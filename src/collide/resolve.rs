@@ -42,7 +42,10 @@
 //! overlapping triangle pairs emit only a few of their up to 15 tests.
 //! The tests and their detection flags are lists in the caller's frame arena
 //! (`runtime::arena`, [`ClothCollision::resolve_in`]); the triangle pair lists
-//! are preallocated pools ([`PoolSizes`]), filled in parallel chunks.
+//! are preallocated pools ([`PoolSizes`]), filled in parallel chunks, and each
+//! chunk's tests are emitted in parallel into a preallocated buffer of its own,
+//! then appended to the list in chunk order (the serial order for any thread
+//! count).
 //!
 //! **Termination of the fail-safe.** Each impact-zone round that still finds a
 //! collision merges zones (a zone moves rigidly, so it cannot collide with
