@@ -913,6 +913,8 @@ struct ChunkBuffer {
 #[derive(Clone, Debug, Default)]
 pub struct PairWorkspace {
     chunks: Vec<ChunkBuffer>,
+    /// Chunks of the last query.
+    active: usize,
     pairs: Vec<(u32, u32)>,
     grew: bool,
 }
@@ -939,6 +941,7 @@ impl PairWorkspace {
                     grew: false,
                 })
                 .collect(),
+            active: 0,
             pairs: Vec::with_capacity(num_primitives * pairs_per_primitive),
             grew: false,
         }
@@ -948,6 +951,20 @@ impl PairWorkspace {
     #[must_use]
     pub fn pairs(&self) -> &[(u32, u32)] {
         &self.pairs
+    }
+
+    /// Number of chunks of the last query ([`PAIR_CHUNK`] primitives each).
+    #[must_use]
+    pub fn num_chunks(&self) -> usize {
+        self.active
+    }
+
+    /// The pairs of chunk `c` of the last query: the part of
+    /// [`PairWorkspace::pairs`] whose first primitives are `c · PAIR_CHUNK ..
+    /// (c + 1) · PAIR_CHUNK` (the chunks in order make up `pairs`).
+    #[must_use]
+    pub fn chunk_pairs(&self, c: usize) -> &[(u32, u32)] {
+        &self.chunks[..self.active][c].pairs
     }
 
     /// Whether the last query had to allocate (a buffer overflowed its capacity): an overflow the caller
@@ -988,6 +1005,7 @@ impl PairWorkspace {
         for buf in active.iter() {
             self.pairs.extend_from_slice(&buf.pairs);
         }
+        self.active = num_chunks;
         self.grew = grew;
     }
 }

@@ -42,7 +42,10 @@
 //! overlapping triangle pairs emit only a few of their up to 15 tests.
 //! The tests and their detection flags are lists in the caller's frame arena
 //! (`runtime::arena`, [`ClothCollision::resolve_in`]); the triangle pair lists
-//! are preallocated pools ([`PoolSizes`]), filled in parallel chunks.
+//! are preallocated pools ([`PoolSizes`]), filled in parallel chunks, and each
+//! chunk's tests are emitted in parallel into a preallocated buffer of its own,
+//! then appended to the list in chunk order (the serial order for any thread
+//! count).
 //!
 //! **Termination of the fail-safe.** Each impact-zone round that still finds a
 //! collision merges zones (a zone moves rigidly, so it cannot collide with
@@ -67,7 +70,8 @@ use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
 use super::bvh::{
-    Aabb, Bvh, PairWorkspace, cross_pairs, self_pairs, swept_triangle_boxes, triangle_boxes,
+    Aabb, Bvh, PAIR_CHUNK, PairWorkspace, cross_pairs, self_pairs, swept_triangle_boxes,
+    triangle_boxes,
 };
 use super::ccd::{
     CCD_TOLERANCE_FRACTION, CcdHit, ccd_edge_edge, ccd_point_triangle, min_separation,
@@ -303,11 +307,10 @@ struct Candidate {
 pub struct ClothCollision {
     n: usize,
     tris: Vec<[u32; 3]>,
-    tri_edges: Vec<[u32; 3]>,
+    /// Per triangle the vertices and edges it owns ([`Owned`]).
+    owned: Vec<Owned>,
     edges: Vec<[u32; 2]>,
     rest_lengths: Vec<f32>,
-    vertex_owner: Vec<u32>,
-    edge_owner: Vec<u32>,
     bvh: Bvh,
     boxes: Vec<Aabb>,
     /// Per cloth edge its box of the current search ([`edge_boxes`]).
@@ -315,14 +318,17 @@ pub struct ClothCollision {
     obstacle_bvh: Option<Bvh>,
     obstacle_boxes: Vec<Aabb>,
     obstacle_tris: Vec<[u32; 3]>,
-    obstacle_tri_edges: Vec<[u32; 3]>,
+    /// Per obstacle triangle the vertices and edges it owns.
+    obstacle_owned: Vec<Owned>,
     obstacle_edges: Vec<[u32; 2]>,
     /// Per obstacle edge its box of the current search.
     obstacle_edge_boxes: Vec<Aabb>,
-    obstacle_vertex_owner: Vec<u32>,
-    obstacle_edge_owner: Vec<u32>,
     self_ws: PairWorkspace,
     cross_ws: PairWorkspace,
+    /// Per chunk of triangle pairs (the chunks of [`PairWorkspace`]) the
+    /// tests it emits, filled in parallel and concatenated in chunk order
+    /// ([`emit_chunked`]); preallocated like the pair pools.
+    emit_chunks: Vec<Vec<Candidate>>,
     /// The most candidate tests one query has produced: the capacity each
     /// stage's candidate list starts with in the frame arena.
     candidates_high_water: usize,
@@ -366,33 +372,30 @@ impl ClothCollision {
         x: &[Vec3],
     ) -> Self {
         let num_vertices = x.len();
-        let (tri_edges, vertex_owner, edge_owner) = ownership(num_vertices, triangles, edges);
+        let owned = owned_features(num_vertices, triangles, edges);
         let mut boxes = vec![Aabb::EMPTY; triangles.len()];
         triangle_boxes(x, triangles, 0.0, &mut boxes);
         let bvh = Bvh::build(&boxes);
         Self {
             n: num_vertices,
             tris: triangles.to_vec(),
-            tri_edges,
+            owned,
             edges: edges.to_vec(),
             rest_lengths: rest_lengths.to_vec(),
-            vertex_owner,
-            edge_owner,
             bvh,
             boxes,
             edge_boxes: vec![Aabb::EMPTY; edges.len()],
             obstacle_bvh: None,
             obstacle_boxes: Vec::new(),
             obstacle_tris: Vec::new(),
-            obstacle_tri_edges: Vec::new(),
+            obstacle_owned: Vec::new(),
             obstacle_edges: Vec::new(),
             obstacle_edge_boxes: Vec::new(),
-            obstacle_vertex_owner: Vec::new(),
-            obstacle_edge_owner: Vec::new(),
             // Pools sized at creation (issue 5: no allocation per step); a
             // larger result grows them once and is reported as an overflow.
             self_ws: PairWorkspace::with_capacity(triangles.len(), SELF_PAIRS_PER_TRIANGLE),
             cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),
+            emit_chunks: emit_chunks(triangles.len(), PoolSizes::default().tests_per_triangle),
             candidates_high_water: triangles.len() * PoolSizes::default().tests_per_triangle,
             own_arena: Bump::new(),
             touched: vec![false; num_vertices],
@@ -419,6 +422,7 @@ impl ClothCollision {
         let ntri = self.tris.len();
         self.self_ws = PairWorkspace::with_capacity(ntri, sizes.self_pairs_per_triangle);
         self.cross_ws = PairWorkspace::with_capacity(ntri, sizes.obstacle_pairs_per_triangle);
+        self.emit_chunks = emit_chunks(ntri, sizes.tests_per_triangle);
         self.candidates_high_water = ntri * sizes.tests_per_triangle;
     }
 
@@ -429,10 +433,7 @@ impl ClothCollision {
         let m = x.len();
         self.obstacle_edges = unique_edges(triangles);
         self.obstacle_edge_boxes = vec![Aabb::EMPTY; self.obstacle_edges.len()];
-        let (te, vo, eo) = ownership(m, triangles, &self.obstacle_edges);
-        self.obstacle_tri_edges = te;
-        self.obstacle_vertex_owner = vo;
-        self.obstacle_edge_owner = eo;
+        self.obstacle_owned = owned_features(m, triangles, &self.obstacle_edges);
         self.obstacle_tris = triangles.to_vec();
         self.obstacle_boxes = vec![Aabb::EMPTY; triangles.len()];
         self.obstacle_bvh = if triangles.is_empty() {
@@ -762,10 +763,7 @@ impl ClothCollision {
         self.bvh.refit(&self.boxes);
         let cloth = MeshView {
             tris: &self.tris,
-            tri_edges: &self.tri_edges,
-            edges: &self.edges,
-            vertex_owner: &self.vertex_owner,
-            edge_owner: &self.edge_owner,
+            owned: &self.owned,
             tri_boxes: &self.boxes,
             edge_boxes: &self.edge_boxes,
             offset: 0,
@@ -777,15 +775,14 @@ impl ClothCollision {
             let keep = |a: u32, b: u32| !shares_all(&tris[a as usize], &tris[b as usize]);
             self_pairs(&self.bvh, &keep, &mut self.self_ws);
             stats.pool_grew |= self.self_ws.grew();
-            for &(a, b) in self.self_ws.pairs() {
-                emit_tests(
-                    candidates,
-                    (&cloth, a),
-                    (&cloth, b),
-                    &points,
-                    self_margins.point_triangle,
-                );
-            }
+            stats.pool_grew |= emit_chunked(
+                &self.self_ws,
+                &mut self.emit_chunks,
+                candidates,
+                (&cloth, &cloth),
+                &points,
+                self_margins.point_triangle,
+            );
         }
         if let Some(obvh) = &mut self.obstacle_bvh {
             let m = n as u32;
@@ -819,23 +816,19 @@ impl ClothCollision {
             stats.pool_grew |= self.cross_ws.grew();
             let obstacle = MeshView {
                 tris: &self.obstacle_tris,
-                tri_edges: &self.obstacle_tri_edges,
-                edges: &self.obstacle_edges,
-                vertex_owner: &self.obstacle_vertex_owner,
-                edge_owner: &self.obstacle_edge_owner,
+                owned: &self.obstacle_owned,
                 tri_boxes: &self.obstacle_boxes,
                 edge_boxes: &self.obstacle_edge_boxes,
                 offset: m,
             };
-            for &(a, b) in self.cross_ws.pairs() {
-                emit_tests(
-                    candidates,
-                    (&cloth, a),
-                    (&obstacle, b),
-                    &points,
-                    cross_margins.point_triangle,
-                );
-            }
+            stats.pool_grew |= emit_chunked(
+                &self.cross_ws,
+                &mut self.emit_chunks,
+                candidates,
+                (&cloth, &obstacle),
+                &points,
+                cross_margins.point_triangle,
+            );
         }
         stats.pool_grew |= candidates.capacity() != capacity;
     }
@@ -1202,17 +1195,127 @@ fn edge_boxes(points: &Points<'_>, edges: &[[u32; 2]], offset: u32, grow: f32, o
     }
 }
 
+/// The vertices and edges one triangle owns ([`ownership`]): the features
+/// [`emit_tests`] emits for it, in corner order (vertex `k` before `k + 1`,
+/// edge `k` joining corners `k` and `k + 1`), so a triangle pair needs no
+/// ownership look-ups of its own.
+#[derive(Clone, Copy, Debug, Default)]
+struct Owned {
+    /// Owned vertices (mesh-local indices), the first `num_verts`.
+    verts: [u32; 3],
+    /// Owned edges (indices into the mesh's edge list), the first `num_edges`.
+    edges: [u32; 3],
+    /// Their end vertices (mesh-local).
+    edge_verts: [[u32; 2]; 3],
+    num_verts: u8,
+    num_edges: u8,
+}
+
+/// Per triangle of `tris` (whose sorted unique `edges` are given) its
+/// [`Owned`] features.
+fn owned_features(num_vertices: usize, tris: &[[u32; 3]], edges: &[[u32; 2]]) -> Vec<Owned> {
+    let (tri_edges, vertex_owner, edge_owner) = ownership(num_vertices, tris, edges);
+    tris.iter()
+        .zip(&tri_edges)
+        .enumerate()
+        .map(|(t, (tri, te))| {
+            let mut o = Owned::default();
+            for &p in tri {
+                if vertex_owner[p as usize] == t as u32 {
+                    o.verts[usize::from(o.num_verts)] = p;
+                    o.num_verts += 1;
+                }
+            }
+            for &e in te {
+                if edge_owner[e as usize] == t as u32 {
+                    o.edges[usize::from(o.num_edges)] = e;
+                    o.edge_verts[usize::from(o.num_edges)] = edges[e as usize];
+                    o.num_edges += 1;
+                }
+            }
+            o
+        })
+        .collect()
+}
+
 /// One mesh of a candidate search: its topology, its boxes for this search,
 /// and where its vertices sit in the shared vertex space.
+#[derive(Clone, Copy)]
 struct MeshView<'a> {
     tris: &'a [[u32; 3]],
-    tri_edges: &'a [[u32; 3]],
-    edges: &'a [[u32; 2]],
-    vertex_owner: &'a [u32],
-    edge_owner: &'a [u32],
+    owned: &'a [Owned],
     tri_boxes: &'a [Aabb],
     edge_boxes: &'a [Aabb],
     offset: u32,
+}
+
+/// Candidate tests per chunk of triangle pairs each emission buffer starts
+/// with, per triangle of the chunk: twice the candidate list's start.
+const EMIT_TESTS_PER_TRIANGLE_FACTOR: usize = 2;
+
+/// Emission buffers for the pair chunks of a mesh of `num_triangles`
+/// triangles, each with room for `tests_per_triangle` (times
+/// [`EMIT_TESTS_PER_TRIANGLE_FACTOR`]) tests per triangle of its chunk.
+fn emit_chunks(num_triangles: usize, tests_per_triangle: usize) -> Vec<Vec<Candidate>> {
+    let per_chunk =
+        PAIR_CHUNK.min(num_triangles) * tests_per_triangle.max(1) * EMIT_TESTS_PER_TRIANGLE_FACTOR;
+    (0..num_triangles.div_ceil(PAIR_CHUNK))
+        .map(|_| Vec::with_capacity(per_chunk))
+        .collect()
+}
+
+/// Below this many triangle pairs, emission runs on the calling thread.
+const EMIT_PARALLEL_MIN: usize = 2048;
+
+/// Appends to `out` the tests of every pair `(a, b)` of the last query of
+/// `ws` (`a` a triangle of `meshes.0`, `b` of `meshes.1`), in pair order
+/// ([`emit_tests`]). Each chunk of the query emits into its own buffer of
+/// `bufs` (in parallel from [`EMIT_PARALLEL_MIN`] pairs); the buffers are
+/// appended in chunk order, so `out` is the serial emission's list for any
+/// thread count. True if a buffer or `out` had to grow.
+fn emit_chunked(
+    ws: &PairWorkspace,
+    bufs: &mut Vec<Vec<Candidate>>,
+    out: &mut ArenaVec<'_, Candidate>,
+    meshes: (&MeshView<'_>, &MeshView<'_>),
+    points: &Points<'_>,
+    point_margin: f32,
+) -> bool {
+    let chunks = ws.num_chunks();
+    let mut grew = false;
+    if bufs.len() < chunks {
+        bufs.resize_with(chunks, Vec::new);
+        grew = true;
+    }
+    let work = |(c, buf): (usize, &mut Vec<Candidate>)| -> bool {
+        let capacity = buf.capacity();
+        buf.clear();
+        for &(a, b) in ws.chunk_pairs(c) {
+            emit_tests(buf, (meshes.0, a), (meshes.1, b), points, point_margin);
+        }
+        buf.capacity() != capacity
+    };
+    let active = &mut bufs[..chunks];
+    grew |= if ws.pairs().len() >= EMIT_PARALLEL_MIN {
+        active
+            .par_iter_mut()
+            .enumerate()
+            .map(work)
+            .reduce(|| false, |a, b| a || b)
+    } else {
+        active
+            .iter_mut()
+            .enumerate()
+            .map(work)
+            .filter(|&g| g)
+            .count()
+            > 0
+    };
+    let capacity = out.capacity();
+    for buf in active.iter() {
+        out.extend_from_slice(buf);
+    }
+    grew || out.capacity() != capacity
 }
 
 /// Emits the tests between triangle `a.1` of mesh `a.0` and triangle `b.1`
@@ -1220,20 +1323,22 @@ struct MeshView<'a> {
 /// other triangle, owned edges against owned edges, each kept only if its
 /// boxes pass ([`ClothCollision::find_candidates`]): a point's box within
 /// `point_margin` of the other triangle's box, edge boxes overlapping.
+#[inline]
 fn emit_tests(
-    out: &mut ArenaVec<'_, Candidate>,
+    out: &mut Vec<Candidate>,
     a: (&MeshView<'_>, u32),
     b: (&MeshView<'_>, u32),
     points: &Points<'_>,
     point_margin: f32,
 ) {
     for ((mesh, t), (omesh, u)) in [(a, b), (b, a)] {
+        let own = &mesh.owned[t as usize];
+        if own.num_verts == 0 {
+            continue;
+        }
         let other = omesh.tris[u as usize].map(|i| i + omesh.offset);
         let reach = omesh.tri_boxes[u as usize].inflate(point_margin);
-        for &p in &mesh.tris[t as usize] {
-            if mesh.vertex_owner[p as usize] != t {
-                continue;
-            }
+        for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
             if other.contains(&pg) || !points.of(pg).overlaps(&reach) {
                 continue;
@@ -1245,21 +1350,20 @@ fn emit_tests(
         }
     }
     let ((am, ta), (bm, tb)) = (a, b);
-    for &ea in &am.tri_edges[ta as usize] {
-        if am.edge_owner[ea as usize] != ta {
-            continue;
-        }
-        let [p0, p1] = am.edges[ea as usize].map(|i| i + am.offset);
-        let abox = am.edge_boxes[ea as usize];
-        for &eb in &bm.tri_edges[tb as usize] {
-            if bm.edge_owner[eb as usize] != tb {
-                continue;
-            }
-            let [q0, q1] = bm.edges[eb as usize].map(|i| i + bm.offset);
+    let (oa, ob) = (&am.owned[ta as usize], &bm.owned[tb as usize]);
+    let nb = usize::from(ob.num_edges);
+    if nb == 0 {
+        return;
+    }
+    for k in 0..usize::from(oa.num_edges) {
+        let [p0, p1] = oa.edge_verts[k].map(|i| i + am.offset);
+        let abox = am.edge_boxes[oa.edges[k] as usize];
+        for l in 0..nb {
+            let [q0, q1] = ob.edge_verts[l].map(|i| i + bm.offset);
             if p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1 {
                 continue;
             }
-            if !abox.overlaps(&bm.edge_boxes[eb as usize]) {
+            if !abox.overlaps(&bm.edge_boxes[ob.edges[l] as usize]) {
                 continue;
             }
             out.push(Candidate {
