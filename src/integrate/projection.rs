@@ -32,8 +32,9 @@
 //!   stencil entries, against `Σ_v |rows(v)|²` stored entries for an assembled `K`
 //!   ([`crate::linalg::SymCsr`], which the tests use as the reference).
 //! - Preconditioner ([`Preconditioner`], METHODS-wang §11.2): by default IC(0) of the cloth
-//!   block of `K`, assembled on a [`SymCsr`] pattern built at creation and refactored every
-//!   Gauss–Newton iteration (no allocation), Jacobi on the contact rows; or plain Jacobi,
+//!   block of `K`, assembled on a [`SymCsr`] pattern built at creation and refactored (no
+//!   allocation) every 8 solves, over calls, or sooner when PCG needs 1.5 times the
+//!   iterations it needed with the fresh factor, Jacobi on the contact rows; or plain Jacobi,
 //!   `K_aa = Σ w_v |∇_v C_a|² + D_a`, which needs no assembled `K`.
 //! - Warm start: `z` of the previous iteration and of the previous call (cloth rows keep their
 //!   order); contact rows start at 0.
@@ -161,6 +162,10 @@ pub struct RowFamily<'a> {
     pub scale: StrainScale<'a>,
 }
 
+/// The IC(0) preconditioner of [`Preconditioner::IncompleteCholesky`] is refactored at least
+/// every this many linear solves (Gauss–Newton iterations, over calls).
+const IC_MAX_AGE: u32 = 8;
+
 /// A contact row `C(x) = n · x_p − n · x_c` on one cloth vertex `p` (Wang 2012 eq. 3.26 for the
 /// normal `n`, eq. 3.28 for a tangent with compliance).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -203,7 +208,8 @@ pub enum Preconditioner {
     /// bending residual rows are in `K`.
     Jacobi,
     /// IC(0) of the cloth block of `K`, assembled on the [`SymCsr`] pattern built at creation
-    /// and factored every Gauss–Newton iteration; contact rows get Jacobi (a block-diagonal
+    /// and refactored every few solves (`IC_MAX_AGE`, or sooner when PCG slows down; a stale
+    /// factor is still SPD); contact rows get Jacobi (a block-diagonal
     /// preconditioner: IC(0) on the cloth rows, `1/K_aa` on the contact rows).
     #[default]
     IncompleteCholesky,
@@ -315,6 +321,11 @@ pub struct GaussNewtonProjection {
     /// The cloth block of `K`, assembled for the IC(0) preconditioner.
     k_cloth: SymCsr,
     ic: IncompleteCholesky,
+    /// Solves since `ic` was last factored (`u32::MAX`: never factored).
+    ic_age: u32,
+    /// PCG iterations of the first solve with the current factor, and of the last solve.
+    ic_first_cg: u32,
+    ic_last_cg: u32,
     /// Per vertex, this iteration: `w' = 1/(m + g)` and the target `x̂ = (m x̃ + g x⁽ˢ⁾)/(m + g)`,
     /// `g` the curvature majorizer (`w' = w`, `x̂ = x̃` without it).
     w_eff: Vec<f64>,
@@ -403,6 +414,9 @@ impl GaussNewtonProjection {
             pcg: ScalarPcgWorkspace::new(total),
             k_cloth,
             ic,
+            ic_age: u32::MAX,
+            ic_first_cg: 0,
+            ic_last_cg: 0,
             w_eff: vec![0.0; num_vertices],
             x_hat: vec![DVec3::ZERO; num_vertices],
         }
@@ -616,6 +630,9 @@ impl GaussNewtonProjection {
                 pcg,
                 k_cloth,
                 ic,
+                ic_age,
+                ic_first_cg,
+                ic_last_cg,
                 w_eff,
                 x_hat,
                 ..
@@ -649,8 +666,17 @@ impl GaussNewtonProjection {
                     })
                 }
                 Preconditioner::IncompleteCholesky => {
-                    k_cloth.assemble(gradients, inv_mass, &diag[..cloth_rows]);
-                    ic.factor(k_cloth);
+                    // A factor of an earlier `K` is still a symmetric positive definite
+                    // preconditioner (only its strength fades as `K` moves on): refactor
+                    // every IC_MAX_AGE solves, or once the last solve needed more than 1.5
+                    // times the iterations of the first one with this factor (plus 4). Decided
+                    // on iteration counts only, so deterministic.
+                    let refactor = *ic_age >= IC_MAX_AGE || 2 * *ic_last_cg > 3 * *ic_first_cg + 8;
+                    if refactor {
+                        k_cloth.assemble(gradients, inv_mass, &diag[..cloth_rows]);
+                        ic.factor(k_cloth);
+                        *ic_age = 0;
+                    }
                     let ic = &*ic;
                     let d = &diag[..rows];
                     let active = &contact_active[..];
@@ -664,7 +690,7 @@ impl GaussNewtonProjection {
                             s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
                         }
                     };
-                    solve_scalar_pcg_with(
+                    let cg = solve_scalar_pcg_with(
                         &mut op,
                         &mut precond,
                         &rhs[..rows],
@@ -672,7 +698,13 @@ impl GaussNewtonProjection {
                         pcg,
                         z,
                         &mut |_| should_stop(),
-                    )
+                    );
+                    if refactor {
+                        *ic_first_cg = cg.iterations;
+                    }
+                    *ic_last_cg = cg.iterations;
+                    *ic_age += 1;
+                    cg
                 }
             };
             report.cg_iterations += cg.iterations;
