@@ -1749,17 +1749,24 @@ mod tests {
         assert_eq!(x[4], target[4]);
     }
 
+    /// A straight chain of 5 vertices 0.1 m apart along x, its 4 edges, and inverse masses 1
+    /// with vertex 0 pinned: the contact tests' rig.
+    fn pinned_chain() -> (Vec<DVec3>, Vec<[u32; 2]>, Vec<f64>) {
+        let x0 = (0..5)
+            .map(|i| DVec3::new(0.1 * f64::from(i), 0.0, 0.0))
+            .collect();
+        let edges = (0..4).map(|i| [i, i + 1]).collect();
+        let mut inv_mass = vec![1.0; 5];
+        inv_mass[0] = 0.0;
+        (x0, edges, inv_mass)
+    }
+
     #[test]
     fn contact_rows_hold_normal_and_pool_overflow_is_counted() {
         // A chain of 4 edges pinned at vertex 0, predicted to fall through y = 0; hard normal
         // rows (eq. 3.26) at the two last vertices keep them on y = 0.
-        let x0: Vec<DVec3> = (0..5)
-            .map(|i| DVec3::new(0.1 * i as f64, 0.0, 0.0))
-            .collect();
-        let edges: Vec<[u32; 2]> = (0..4).map(|i| [i, i + 1]).collect();
+        let (x0, edges, inv_mass) = pinned_chain();
         let set = EdgeLengths::new(&edges, &x0);
-        let mut inv_mass = vec![1.0; 5];
-        inv_mass[0] = 0.0;
         let target: Vec<DVec3> = x0
             .iter()
             .enumerate()
@@ -1810,13 +1817,8 @@ mod tests {
         // A chain of 4 springs (residual rows, eq. 3.19) pinned at vertex 0, predicted to dip
         // through y = 0 at vertex 3 and to rise above it at vertex 4; both carry a normal row
         // `n · x ≥ 0` (n = +y), vertex 4 also a soft tangent row pulling it along x.
-        let x0: Vec<DVec3> = (0..5)
-            .map(|i| DVec3::new(0.1 * i as f64, 0.0, 0.0))
-            .collect();
-        let edges: Vec<[u32; 2]> = (0..4).map(|i| [i, i + 1]).collect();
+        let (x0, edges, inv_mass) = pinned_chain();
         let springs = SpringResidual::new(&edges, 0.01, 1e3);
-        let mut inv_mass = vec![1.0; 5];
-        inv_mass[0] = 0.0;
         let dip = [0.0, -0.005, -0.01, -0.02, 0.03];
         let target: Vec<DVec3> = x0.iter().zip(dip).map(|(p, y)| *p + DVec3::Y * y).collect();
         let settings = ProjectionSettings {
