@@ -49,6 +49,12 @@
 // Isometric normal contact rows are equalities (Wang 2012 eq. 3.26 as printed).
 #define WEFT_CONTACTS_EQUALITY 1
 
+// The isometric strain tolerance bounds the constraint rows (Wang 2012 eq. 3.1; the default).
+#define WEFT_STRAIN_TEST_ROWS 0
+
+// The isometric strain tolerance also bounds the base edges through their red nodes.
+#define WEFT_STRAIN_TEST_BASE_EDGES 1
+
 // Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
 #define WEFT_BENDING_BARAFF_WITKIN 0
 
@@ -247,6 +253,9 @@ typedef struct weft_isometric_settings {
   uint32_t gauss_newton_iterations;
   // `WEFT_CONTACTS_*`: normal contact rows unilateral (the default) or equalities.
   uint32_t contacts;
+  // `WEFT_STRAIN_TEST_*`: what `strain_tolerance` bounds: the constraint rows (the
+  // default) or also the base edges through their red nodes.
+  uint32_t strain_test;
 } weft_isometric_settings;
 
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).

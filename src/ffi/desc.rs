@@ -64,6 +64,10 @@ pub const WEFT_SECOND_TARGET_COLLIDED: u32 = 1;
 pub const WEFT_CONTACTS_UNILATERAL: u32 = 0;
 /// Isometric normal contact rows are equalities (Wang 2012 eq. 3.26 as printed).
 pub const WEFT_CONTACTS_EQUALITY: u32 = 1;
+/// The isometric strain tolerance bounds the constraint rows (Wang 2012 eq. 3.1; the default).
+pub const WEFT_STRAIN_TEST_ROWS: u32 = 0;
+/// The isometric strain tolerance also bounds the base edges through their red nodes.
+pub const WEFT_STRAIN_TEST_BASE_EDGES: u32 = 1;
 /// Baraff–Witkin bending: the Baraff–Witkin bend condition (the default).
 pub const WEFT_BENDING_BARAFF_WITKIN: u32 = 0;
 /// Baraff–Witkin bending: discrete-shell (dihedral) bending.
@@ -258,6 +262,9 @@ pub struct weft_isometric_settings {
     pub gauss_newton_iterations: u32,
     /// `WEFT_CONTACTS_*`: normal contact rows unilateral (the default) or equalities.
     pub contacts: u32,
+    /// `WEFT_STRAIN_TEST_*`: what `strain_tolerance` bounds: the constraint rows (the
+    /// default) or also the base edges through their red nodes.
+    pub strain_test: u32,
 }
 
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
@@ -789,6 +796,11 @@ impl weft_isometric_settings {
             } else {
                 WEFT_CONTACTS_EQUALITY
             },
+            strain_test: if p.test_monitored_strain {
+                WEFT_STRAIN_TEST_BASE_EDGES
+            } else {
+                WEFT_STRAIN_TEST_ROWS
+            },
         }
     }
 
@@ -861,6 +873,11 @@ impl weft_isometric_settings {
             WEFT_CONTACTS_EQUALITY => false,
             v => return Err(choice(v, "isometric.contacts", "WEFT_CONTACTS_")),
         };
+        let test_monitored_strain = match self.strain_test {
+            WEFT_STRAIN_TEST_ROWS => false,
+            WEFT_STRAIN_TEST_BASE_EDGES => true,
+            v => return Err(choice(v, "isometric.strain_test", "WEFT_STRAIN_TEST_")),
+        };
         let rest_shape = match self.rest_shape {
             WEFT_REST_SHAPE_FLAT => RestShape::Flat,
             WEFT_REST_SHAPE_INPUT => RestShape::Input,
@@ -872,6 +889,7 @@ impl weft_isometric_settings {
             tolerance: strain_tolerance,
             max_iterations: self.newton_max_iterations,
             gauss_newton_iterations: self.gauss_newton_iterations,
+            test_monitored_strain,
             ..ProjectionSettings::default()
         };
         projection.cg.max_iterations = self.cg_max_iterations;
@@ -1376,6 +1394,7 @@ proximal_weight = 2e-6
 contact_compliance = 3e-3
 gauss_newton_iterations = 5
 contacts = "equality"
+strain_test = "base-edges"
 {GRID}
 [cloth.isometric]
 bending_stiffness = 5e-4
@@ -1399,6 +1418,7 @@ rest_shape = "flat"
             contact_compliance: 3e-3,
             gauss_newton_iterations: 5,
             contacts: WEFT_CONTACTS_EQUALITY,
+            strain_test: WEFT_STRAIN_TEST_BASE_EDGES,
         };
         let from_c = c.read().expect("valid");
         assert_eq!(from_c, scene_isometric(&s));
@@ -1415,7 +1435,7 @@ rest_shape = "flat"
         type Edit = fn(&mut weft_isometric_settings);
         let nonfinite = weft_status::WEFT_STATUS_NON_FINITE;
         let invalid = weft_status::WEFT_STATUS_INVALID_ARGUMENT;
-        let cases: [(Edit, &str, weft_status); 21] = [
+        let cases: [(Edit, &str, weft_status); 22] = [
             (
                 |s| s.strain_tolerance = f64::NAN,
                 "strain_tolerance",
@@ -1439,6 +1459,7 @@ rest_shape = "flat"
             (|s| s.integrator = 2, "integrator", invalid),
             (|s| s.second_target = 2, "second_target", invalid),
             (|s| s.contacts = 2, "contacts", invalid),
+            (|s| s.strain_test = 2, "strain_test", invalid),
             (|s| s.rest_shape = 2, "rest_shape", invalid),
             (
                 |s| s.friction_compliance = -1.0,

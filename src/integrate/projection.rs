@@ -40,8 +40,11 @@
 //!   order); contact rows start at 0.
 //! - Stopping test (METHODS-wang §11.3): `max_a |C_a(x)| / scale_a ≤ tolerance` over the rows
 //!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
-//!   strain) and over the hard contact rows (`scale = contact_length`), or the Newton cap, or
-//!   the deadline. Residual and soft rows are not tested (their "violation" is the physics).
+//!   strain), with [`ProjectionSettings::test_monitored_strain`] over what those families
+//!   monitor beyond their rows ([`ConstraintSet::monitored_strain`]: the base-edge strain of
+//!   Wang's cloth), and over the
+//!   hard contact rows (`scale = contact_length`), or the Newton cap, or the deadline.
+//!   Residual and soft rows are not tested (their "violation" is the physics).
 //! - Redundant hard rows (the planar redundancy of METHODS-wang §3.4, and self-stresses such as
 //!   a straight chain of distance rows between two pinned nodes, which survives any bending
 //!   about the chain) make `K` singular and the linearised rows inconsistent; PCG then stalls
@@ -244,6 +247,10 @@ pub struct ProjectionSettings {
     /// linearisation is poor far from the manifold: an edge strained by 100 % or folded to
     /// near zero length flips its direction between iterations).
     pub fast_projection_below: f64,
+    /// Also bring what the families monitor beyond their rows within `tolerance`
+    /// ([`ConstraintSet::monitored_strain`]: the base-edge strain of Wang's cloth, through the
+    /// red node). `false` (the default): the rows only, the thesis's test.
+    pub test_monitored_strain: bool,
 }
 
 impl Default for ProjectionSettings {
@@ -260,6 +267,7 @@ impl Default for ProjectionSettings {
             curvature_majorizer: true,
             gauss_newton_iterations: u32::MAX,
             fast_projection_below: 0.1,
+            test_monitored_strain: false,
         }
     }
 }
@@ -563,7 +571,7 @@ impl GaussNewtonProjection {
                 Some(v) => v,
                 None => {
                     self.evaluate(families, x);
-                    self.max_violation(families, settings)
+                    self.max_violation(families, settings, x)
                 }
             };
             if report.max_violation <= settings.tolerance && report.iterations >= min_solves {
@@ -576,7 +584,7 @@ impl GaussNewtonProjection {
                     break;
                 }
                 self.evaluate(families, x);
-                report.max_violation = self.max_violation(families, settings);
+                report.max_violation = self.max_violation(families, settings, x);
             }
             if !report.max_violation.is_finite() {
                 report.linear_solve_failed = true;
@@ -728,7 +736,7 @@ impl GaussNewtonProjection {
                 let mut alpha = 1.0;
                 for _ in 0..4 {
                     self.evaluate(families, x);
-                    let v = self.max_violation(families, settings);
+                    let v = self.max_violation(families, settings, x);
                     if v < previous {
                         evaluated = Some(v);
                         break;
@@ -921,7 +929,12 @@ impl GaussNewtonProjection {
     }
 
     /// Largest scaled violation over the tested rows (METHODS-wang §11.3).
-    fn max_violation(&self, families: &[RowFamily<'_>], settings: &ProjectionSettings) -> f64 {
+    fn max_violation(
+        &self,
+        families: &[RowFamily<'_>],
+        settings: &ProjectionSettings,
+        x: &[DVec3],
+    ) -> f64 {
         let mut worst = 0.0f64;
         let mut take = |v: f64| {
             // NaN must win: `max` would drop it.
@@ -935,6 +948,9 @@ impl GaussNewtonProjection {
                 StrainScale::Untested => {}
                 StrainScale::Uniform(s) => c.iter().for_each(|v| take(v.abs() / s)),
                 StrainScale::PerRow(s) => c.iter().zip(s).for_each(|(v, s)| take(v.abs() / s)),
+            }
+            if settings.test_monitored_strain && !matches!(f.scale, StrainScale::Untested) {
+                take(f.set.monitored_strain(x));
             }
         }
         let base = self.topo.num_cloth_rows();

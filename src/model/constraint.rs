@@ -32,4 +32,13 @@ pub trait ConstraintSet {
     /// `g[k] = ∂C_i/∂x_v` for the `k`-th stencil entry `(i, v)`, in stencil order
     /// (`g.len() == stencil_vertices().len()`).
     fn gradients(&self, x: &[DVec3], g: &mut [DVec3]);
+
+    /// A strain the family's rows do not hold by themselves but that the stopping test of a
+    /// projection must also bring within its tolerance (dimensionless, ≥ 0); 0 by default.
+    /// Wang's black nodes, for one, follow the mean extrapolation (eq. 3.3), so the base edges
+    /// through them can stretch while every row of eq. 3.1 is within the tolerance
+    /// (`IsometricConstraints`). Must not allocate.
+    fn monitored_strain(&self, _x: &[DVec3]) -> f64 {
+        0.0
+    }
 }

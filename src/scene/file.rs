@@ -197,6 +197,10 @@ pub struct IsometricSolverSection {
     /// Normal contact rows: `"unilateral"` (they only push) or `"equality"` (eq. 3.26).
     #[serde(default)]
     pub contacts: ContactRowsKind,
+    /// What the strain tolerance bounds: `"rows"` (the (3.1) rows) or `"base-edges"` (also
+    /// the base edges through their red nodes).
+    #[serde(default)]
+    pub strain_test: StrainTestKind,
 }
 
 impl Default for IsometricSolverSection {
@@ -216,6 +220,7 @@ impl Default for IsometricSolverSection {
             contact_compliance: default_contact_compliance(),
             gauss_newton_iterations: default_gauss_newton_iterations(),
             contacts: ContactRowsKind::default(),
+            strain_test: StrainTestKind::default(),
         }
     }
 }
@@ -279,6 +284,17 @@ pub enum ContactRowsKind {
     Unilateral,
     /// `n · x_p = n · x_c` (Wang 2012 eq. 3.26 as printed).
     Equality,
+}
+
+/// `[solver.isometric] strain_test`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrainTestKind {
+    /// The rows of Wang 2012 eq. 3.1, 3.3, 3.4 (the thesis's test).
+    #[default]
+    Rows,
+    /// The rows and the base edges through their red nodes (Wang 2012 Fig. 4.2's measure).
+    BaseEdges,
 }
 
 /// `[solver.isometric] second_target`.

@@ -1176,6 +1176,7 @@ fn isometric_desc(
     use crate::integrate::projection::ProjectionSettings;
     use file::{
         ContactRowsKind, CouplingKind, IntegratorKind, ModelKind, RestShapeKind, SecondTargetKind,
+        StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1206,6 +1207,7 @@ fn isometric_desc(
         tolerance: s.strain_tolerance,
         max_iterations: s.newton_max_iterations,
         gauss_newton_iterations: s.gauss_newton_iterations,
+        test_monitored_strain: s.strain_test == StrainTestKind::BaseEdges,
         ..ProjectionSettings::default()
     };
     projection.cg.max_iterations = s.cg_max_iterations;

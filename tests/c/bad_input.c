@@ -347,6 +347,9 @@ int main(int argc, char **argv) {
       bad.isometric.contacts = 5;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
       bad = iso;
+      bad.isometric.strain_test = 5;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = iso;
       bad.isometric.rest_shape = 5;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
       bad = iso;
