@@ -197,6 +197,10 @@ pub struct IsometricSolverSection {
     /// Normal contact rows: `"unilateral"` (they only push) or `"equality"` (eq. 3.26).
     #[serde(default)]
     pub contacts: ContactRowsKind,
+    /// How often Table 3.1 lines 4–6 may be repeated when line 6 moves a node (0: as printed;
+    /// `integrate::isometric` module doc).
+    #[serde(default)]
+    pub contact_rounds: u32,
 }
 
 impl Default for IsometricSolverSection {
@@ -216,6 +220,7 @@ impl Default for IsometricSolverSection {
             contact_compliance: default_contact_compliance(),
             gauss_newton_iterations: default_gauss_newton_iterations(),
             contacts: ContactRowsKind::default(),
+            contact_rounds: 0,
         }
     }
 }
