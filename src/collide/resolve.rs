@@ -164,6 +164,24 @@ pub struct CollideTimes {
     pub smoothing_ms: f64,
 }
 
+impl CollisionStats {
+    /// Folds in another pass of the stage over the same substep: counts and times add, the
+    /// largest zone and the arena peak take the maximum, the flags or.
+    pub fn accumulate(&mut self, o: &CollisionStats) {
+        self.proximity_pairs += o.proximity_pairs;
+        self.ccd_hits += o.ccd_hits;
+        self.ccd_rounds += o.ccd_rounds;
+        self.zone_rounds += o.zone_rounds;
+        self.impact_zones = self.impact_zones.max(o.impact_zones);
+        self.largest_zone = self.largest_zone.max(o.largest_zone);
+        self.last_resort |= o.last_resort;
+        self.pool_grew |= o.pool_grew;
+        self.arena_bytes = self.arena_bytes.max(o.arena_bytes);
+        self.strain_sweeps += o.strain_sweeps;
+        self.times.add(&o.times);
+    }
+}
+
 impl CollideTimes {
     /// Adds another set of times.
     pub fn add(&mut self, o: &CollideTimes) {

@@ -165,6 +165,14 @@ impl IsometricStepStats {
             s.linear_failures += u32::from(p.linear_solve_failed);
             s.max_violation = p.max_violation;
         }
+        let f = &r.feedback;
+        s.newton_iterations += f.iterations;
+        s.pcg_iterations += f.cg_iterations;
+        s.unconverged += f.unconverged;
+        s.linear_failures += f.linear_failures;
+        if f.projections > 0 {
+            s.max_violation = f.max_violation;
+        }
         s
     }
 }

@@ -484,6 +484,18 @@ impl GaussNewtonProjection {
         self.contact_toggles.push(0);
     }
 
+    /// Replaces contact row `j` (an index into [`GaussNewtonProjection::contacts`]) and forgets
+    /// its multiplier: the same slot, so nothing allocates.
+    ///
+    /// # Panics
+    /// If `j` is not a row in the pool.
+    pub fn replace_contact(&mut self, j: usize, row: ContactRow) {
+        assert!(j < self.contacts.len(), "replace_contact: no row {j}");
+        let a = self.num_cloth_rows() + j;
+        self.z[a] = 0.0;
+        self.contacts[j] = row;
+    }
+
     /// The multipliers / residuals `z = (r, λ)` of the last solve (cloth rows, then contacts).
     #[must_use]
     pub fn multipliers(&self) -> &[f64] {

@@ -201,6 +201,10 @@ pub struct IsometricSolverSection {
     /// the base edges through their red nodes).
     #[serde(default)]
     pub strain_test: StrainTestKind,
+    /// How often Table 3.1 lines 4–6 may be repeated when line 6 moves a node (0: as printed;
+    /// `integrate::isometric` module doc).
+    #[serde(default)]
+    pub contact_rounds: u32,
 }
 
 impl Default for IsometricSolverSection {
@@ -221,6 +225,7 @@ impl Default for IsometricSolverSection {
             gauss_newton_iterations: default_gauss_newton_iterations(),
             contacts: ContactRowsKind::default(),
             strain_test: StrainTestKind::default(),
+            contact_rounds: 0,
         }
     }
 }

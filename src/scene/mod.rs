@@ -1237,6 +1237,7 @@ fn isometric_desc(
             },
             friction_compliance: Some(s.friction_compliance),
             contact_compliance: s.contact_compliance,
+            contact_rounds: s.contact_rounds,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },
