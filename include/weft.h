@@ -494,6 +494,9 @@ typedef struct weft_step_stats {
   double base_strain_end_to_end;
   // Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
   double bending_energy;
+  // Isometric cloths: largest strain of the red–red rows (eq. 3.1) at the end of the
+  // frame, what `strain_tolerance` bounds (`max_strain` covers every subdivided edge).
+  double row_strain;
 } weft_step_stats;
 
 #ifdef __cplusplus

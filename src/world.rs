@@ -982,6 +982,7 @@ impl World {
                     stats.base_strain_midpoint.max(strain.through_midpoint);
                 stats.base_strain_end_to_end = stats.base_strain_end_to_end.max(strain.end_to_end);
                 stats.bending_energy += iso.bending_energy();
+                stats.row_strain = stats.row_strain.max(iso.row_strain());
             }
             if self.settings.energy_stats {
                 stats.energy += c.total_energy(self.settings.gravity);

@@ -490,6 +490,8 @@ fn run(
     );
     // The frame arenas' high-water bytes (runtime::arena).
     header.push_str(",arena_bytes");
+    // Isometric: the largest red–red row strain (what strain_tolerance bounds).
+    header.push_str(",row_strain");
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -693,6 +695,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.bending_energy
     )?;
     write!(w, ",{}", s.arena_bytes)?;
+    write!(w, ",{:.6e}", s.row_strain)?;
     writeln!(w)
 }
 
@@ -724,6 +727,7 @@ struct Summary {
     cg_unconverged: u32,
     max_base_strain_midpoint: f64,
     max_base_strain_end_to_end: f64,
+    max_row_strain: f64,
     newton_unconverged: u32,
     pool_overflows: u32,
     max_arena_bytes: u64,
@@ -762,6 +766,7 @@ impl Summary {
                 .iter()
                 .map(|x| x.base_strain_end_to_end)
                 .fold(0.0, f64::max),
+            max_row_strain: all.iter().map(|x| x.row_strain).fold(0.0, f64::max),
             newton_unconverged: all.iter().map(|x| x.newton_unconverged).sum(),
             pool_overflows: all.iter().map(|x| x.pool_overflows).sum(),
             max_arena_bytes: all.iter().map(|x| x.arena_bytes).max().unwrap_or(0),
@@ -791,6 +796,7 @@ impl Summary {
             "cg_unconverged_solves": self.cg_unconverged,
             "max_base_strain_midpoint": self.max_base_strain_midpoint,
             "max_base_strain_end_to_end": self.max_base_strain_end_to_end,
+            "max_row_strain": self.max_row_strain,
             "newton_unconverged_projections": self.newton_unconverged,
             "pool_overflows": self.pool_overflows,
             "max_arena_bytes": self.max_arena_bytes,

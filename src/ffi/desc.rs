@@ -434,6 +434,9 @@ pub struct weft_step_stats {
     pub base_strain_end_to_end: f64,
     /// Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
     pub bending_energy: f64,
+    /// Isometric cloths: largest strain of the red–red rows (eq. 3.1) at the end of the
+    /// frame, what `strain_tolerance` bounds (`max_strain` covers every subdivided edge).
+    pub row_strain: f64,
 }
 
 /// What `weft_scene_load` read.
@@ -1331,6 +1334,7 @@ impl weft_step_stats {
             base_strain_midpoint: s.base_strain_midpoint,
             base_strain_end_to_end: s.base_strain_end_to_end,
             bending_energy: s.bending_energy,
+            row_strain: s.row_strain,
         }
     }
 }
@@ -1663,6 +1667,7 @@ rest_shape = "flat"
             base_strain_midpoint: 0.002,
             base_strain_end_to_end: 0.001,
             bending_energy: 0.5,
+            row_strain: 0.003,
             ..FrameStats::default()
         };
         let c = weft_step_stats::from_stats(&s);
@@ -1679,9 +1684,10 @@ rest_shape = "flat"
             (
                 c.base_strain_midpoint,
                 c.base_strain_end_to_end,
-                c.bending_energy
+                c.bending_energy,
+                c.row_strain
             ),
-            (0.002, 0.001, 0.5)
+            (0.002, 0.001, 0.5, 0.003)
         );
     }
 }

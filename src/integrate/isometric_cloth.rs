@@ -306,6 +306,12 @@ impl IsometricCloth {
         self.stepper.projection().contact_overflows()
     }
 
+    /// Largest strain of the inextensibility rows now (Wang 2012 eq. 3.1, METHODS-wang §2).
+    #[must_use]
+    pub fn row_strain(&self) -> f64 {
+        self.constraints.max_strain(&self.x)
+    }
+
     /// Maximum strain of the base mesh edges now, both definitions of METHODS-wang §10.
     #[must_use]
     pub fn base_edge_strain(&self) -> BaseEdgeStrain {

@@ -69,7 +69,8 @@
 //!   has about 0), and that energy came back as a bounce. So the default
 //!   (`gauss_newton_iterations = u32::MAX`) is Gauss–Newton throughout.
 //! - Contacts are unilateral by default ([`ContactRow::unilateral`]): an active set on the
-//!   normal rows, updated (`update_active_set`) each time the stopping test holds on the current set (the multipliers are then those of the step's problem).
+//!   normal rows, updated (`update_active_set`) each time the stopping test holds on the
+//!   current set (the multipliers are then those of the step's problem).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
 //!   beyond the capacity grows the pool once and is counted.
 #![deny(unsafe_code)]

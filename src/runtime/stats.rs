@@ -76,6 +76,10 @@ pub struct FrameStats {
     pub base_strain_end_to_end: f64,
     /// Isometric cloths: bending energy at the end of the frame (J, Wang 2012 eq. 3.8).
     pub bending_energy: f64,
+    /// Isometric cloths: largest strain of the inextensibility rows (the red–red edges of
+    /// Wang 2012 eq. 3.1) at the end of the frame: what the strain tolerance bounds.
+    /// `max_strain` is over every edge of the subdivided mesh, black–red edges included.
+    pub row_strain: f64,
 }
 
 impl FrameStats {
@@ -128,6 +132,7 @@ impl FrameStats {
         self.base_strain_midpoint = self.base_strain_midpoint.max(o.base_strain_midpoint);
         self.base_strain_end_to_end = self.base_strain_end_to_end.max(o.base_strain_end_to_end);
         self.bending_energy += o.bending_energy;
+        self.row_strain = self.row_strain.max(o.row_strain);
     }
 
     /// Folds one solve's outcome in.
