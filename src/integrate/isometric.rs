@@ -357,19 +357,8 @@ impl IsometricStepper {
             self.contact_slot.fill(NO_SLOT);
             report.contact_nodes = self.add_contact_rows(settings, inv_mass);
             // Line 5: project again, from x⁽⁰⁾ = x_c.
-            self.x_p.copy_from_slice(&self.x_c);
-            let target = match settings.second_target {
-                SecondTarget::Prediction => &self.x_tilde,
-                SecondTarget::Collided => &self.x_c,
-            };
-            report.second = Some(self.projection.project(
-                families,
-                target,
-                inv_mass,
-                &settings.projection,
-                &mut self.x_p,
-                should_stop,
-            ));
+            report.second =
+                Some(self.project_from_collided(families, settings, inv_mass, should_stop));
             // Line 6: collide again, the fail-safe: the same stage as line 3 (Table 3.1).
             // (Tried: a pass without repulsion and friction, since line 3's already acted; on
             // the net-on-sphere test it raised the largest strain from 8.7 % to 26 %.)
@@ -389,19 +378,7 @@ impl IsometricStepper {
                 }
                 rounds += 1;
                 report.contact_nodes += self.add_contact_rows(settings, inv_mass);
-                self.x_p.copy_from_slice(&self.x_c);
-                let target = match settings.second_target {
-                    SecondTarget::Prediction => &self.x_tilde,
-                    SecondTarget::Collided => &self.x_c,
-                };
-                let rep = self.projection.project(
-                    families,
-                    target,
-                    inv_mass,
-                    &settings.projection,
-                    &mut self.x_p,
-                    should_stop,
-                );
+                let rep = self.project_from_collided(families, settings, inv_mass, should_stop);
                 report.feedback.add(&rep);
             }
         }
@@ -409,6 +386,30 @@ impl IsometricStepper {
         // Line 7: velocity by the scheme of line 1; x ← x^{n+1}.
         self.time.finish(h, &self.x_c, x, v);
         report
+    }
+
+    /// Line 5: the projection with the contact rows, from `x⁽⁰⁾ = x_c` towards the
+    /// [`SecondTarget`] of `settings`, into `x_p`.
+    fn project_from_collided(
+        &mut self,
+        families: &[RowFamily<'_>],
+        settings: &IsometricSettings,
+        inv_mass: &[f64],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> ProjectionReport {
+        self.x_p.copy_from_slice(&self.x_c);
+        let target = match settings.second_target {
+            SecondTarget::Prediction => &self.x_tilde,
+            SecondTarget::Collided => &self.x_c,
+        };
+        self.projection.project(
+            families,
+            target,
+            inv_mass,
+            &settings.projection,
+            &mut self.x_p,
+            should_stop,
+        )
     }
 
     /// Line 4 (eq. 3.26, eq. 3.28): contact rows at `x_c` for every unpinned node the collision
