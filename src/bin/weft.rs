@@ -809,7 +809,8 @@ impl Summary {
     fn text(&self) -> String {
         format!(
             "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95), max strain {:.3}% (final {:.3}%), \
-             max contacts {}, rejected substeps {}, unconverged solves {}, deadline misses {}, state_hash {:016x}",
+             max contacts {}, rejected substeps {}, unconverged solves {} (PCG) / {} (Gauss–Newton projections), \
+             max row strain {:.3}%, deadline misses {}, state_hash {:016x}",
             self.scene,
             self.frames,
             self.threads,
@@ -820,6 +821,8 @@ impl Summary {
             self.max_contacts,
             self.rejected_substeps,
             self.cg_unconverged,
+            self.newton_unconverged,
+            100.0 * self.max_row_strain,
             self.deadline_misses,
             self.state_hash
         )
