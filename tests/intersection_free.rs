@@ -57,3 +57,10 @@ fn drape_65_is_intersection_free_at_every_frame() {
 fn pile_65_is_intersection_free_at_every_frame() {
     let _ = check_every_frame("pile.toml", None);
 }
+
+/// The soft closed shell of Wang 2012 fig. 4.6 (isometric model): it buckles and deflates on
+/// the ground, and with self-collision on it must not fold through itself at any frame.
+#[test]
+fn shell_soft_is_intersection_free_at_every_frame() {
+    let _ = check_every_frame("shell-soft.toml", None);
+}
