@@ -149,8 +149,25 @@ fn assert_soak(what: &str, frames: u32, s: &Soak) {
 /// 4,051 and 4,053 (261–514 zone rounds) yet is also clean at every frame 4,300–4,500, with the
 /// same lowest vertex at frames 4,000, 4,250 and 4,500 as 270d1b7. Frames on the floor cost
 /// 0.3–0.7 s each (4,600 frames in 784 s, 2 threads, load ≈ 3), so the whole run takes well
-/// over 20 minutes: ignored; CI runs [`baraff_witkin_first_1000_frames`]
-/// (`cargo test --release --test soak -- --ignored --nocapture baraff_witkin`).
+/// over 20 minutes: ignored; CI runs [`baraff_witkin_first_1000_frames`].
+///
+/// STATUS at aea03b2 (2026-11-25): it FAILS at frame 5,500 (789 s, 2 threads, load ≈ 3–4): 3
+/// self pairs of neighbouring triangles, (295, 360), (295, 361), (358, 361). Checked at every
+/// frame from 5,001 (a scratch copy of this harness, same trajectory): the first dirty frame is
+/// 5,117, 4 self pairs (345, 532), (345, 533), (408, 532), (408, 533), with the cloth crumpled
+/// on the floor beside the ball. From frame ~5,100 every frame runs all 20 CCD rounds (about
+/// 2,200 hits), 8–11 impact zones of up to 180 vertices, and the max strain sits at 22.3 %
+/// (limit 4 %); frames 5,112 and 5,117 take the last resort. Instrumented (not committed): of
+/// the 63 last resorts up to frame 5,117, 17 leave the zone loop with CCD hits left and
+/// nothing to merge (the whole cloth is already one zone), and frame 5,117's first substep is
+/// one of them (2 hits; the second substep's last resort ends with none, yet the frame ends
+/// dirty). Most likely: the move of the whole cloth as one zone is affine with a positive
+/// determinant, so it keeps a clean state clean in real arithmetic, but it is rounded to f32 on
+/// a pile whose layers touch, and a crossing left at the end of a substep is invisible to the
+/// next substep's CCD (not yet confirmed pair by pair). Not fixed: a last resort that still has hits could keep `x^{n+1} = x^n`
+/// (zero velocity for the free vertices, exact in f32), but that changes every scene that takes
+/// the last resort, and the jammed pile (22 % strain at rest) is the deeper problem.
+/// Run with `cargo test --release --test soak -- --ignored --nocapture baraff_witkin`.
 #[test]
 #[ignore = "10,000 frames take well over 20 minutes on 2 cores (see the doc comment)"]
 fn baraff_witkin() {
