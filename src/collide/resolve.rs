@@ -136,6 +136,9 @@ pub struct CollisionStats {
     pub largest_zone: u32,
     /// The zone loop hit its cap and took the last resort.
     pub last_resort: bool,
+    /// The last resort could not clear its hits and stopped the cloth's free vertices (they
+    /// keep x^n for this substep).
+    pub last_resort_stopped: bool,
     /// A pair buffer had to grow (pool overflow).
     pub pool_grew: bool,
     /// Bytes of the arena in use when the stage's candidate lists were at
@@ -175,6 +178,7 @@ impl CollisionStats {
         self.impact_zones = self.impact_zones.max(o.impact_zones);
         self.largest_zone = self.largest_zone.max(o.largest_zone);
         self.last_resort |= o.last_resort;
+        self.last_resort_stopped |= o.last_resort_stopped;
         self.pool_grew |= o.pool_grew;
         self.arena_bytes = self.arena_bytes.max(o.arena_bytes);
         self.strain_sweeps += o.strain_sweeps;
@@ -662,7 +666,24 @@ impl ClothCollision {
                     eta_c,
                     &mut stats,
                 );
-                if hits == 0 || (stats.last_resort && merges == 0) {
+                if hits == 0 {
+                    break;
+                }
+                if stats.last_resort && merges == 0 {
+                    // The last resort cannot clear these hits: every vertex they involve is
+                    // already in the one zone, so they come from its own move (exact in real
+                    // arithmetic, an affine map with a positive determinant, but rounded to f32
+                    // on layers that touch) or from pairs already within the CCD tolerance at
+                    // x^n. The one move that keeps a clean x^n clean exactly is none: the free
+                    // vertices keep x^n (zero velocity, `x^n + h · 0` is exact); kinematic ones
+                    // keep their prescribed motion. Found by the drape-33 soak
+                    // (`tests/soak.rs`): a crossing left at frame 5,117 after such an exit.
+                    for (w, &im) in self.v[..n].iter_mut().zip(&self.inv_mass[..n]) {
+                        if im > 0.0 {
+                            *w = Vec3::ZERO;
+                        }
+                    }
+                    stats.last_resort_stopped = true;
                     break;
                 }
                 stats.zone_rounds += 1;
@@ -1676,5 +1697,46 @@ mod tests {
             "a vertex ends {:.2} mm below the floor",
             -1e3 * lowest
         );
+    }
+
+    /// A last resort that cannot clear its hits stops the cloth (`last_resort_stopped`): two
+    /// triangles of one cloth, a vertex of one lying on the other (distance 0), moving together
+    /// at 1 m/s. Every zone move is a translation that keeps them touching, so CCD reports the
+    /// pair in every round; with a zone cap of 0 the first round takes the last resort, the next
+    /// finds the same hit with nothing left to merge, and the free vertices keep x^n (their
+    /// velocity is zero) instead of taking a move the stage could not check. Without the stop
+    /// they would end with the zone's velocity.
+    #[test]
+    fn last_resort_that_cannot_clear_its_hits_stops_the_cloth() {
+        let x = vec![
+            Vec3::new(0.0, 0.0, 0.0),
+            Vec3::new(0.1, 0.0, 0.0),
+            Vec3::new(0.0, 0.0, 0.1),
+            Vec3::new(0.02, 0.0, 0.02),
+            Vec3::new(0.12, 0.05, 0.02),
+            Vec3::new(0.02, 0.05, 0.12),
+        ];
+        let tris = vec![[0, 2, 1], [3, 5, 4]];
+        let edges = unique_edges(&tris);
+        let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+        let settings = CollisionSettings {
+            ccd_rounds: 0,
+            max_zone_rounds: 0,
+            ..CollisionSettings::default()
+        };
+        let mass = vec![0.01f32; x.len()];
+        let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+        let mut v = vec![Vec3::new(1.0, 0.0, 0.0); x.len()];
+        let obstacles = ObstacleMeshes {
+            x0: &[],
+            x1: &[],
+            friction: &[],
+            s0: 0.0,
+            s1: 1.0,
+        };
+        let stats = cc.resolve(&settings, 0.01, &x, &mut v, &mass, &inv_mass, &obstacles);
+        assert!(stats.last_resort, "{stats:?}");
+        assert!(stats.last_resort_stopped, "{stats:?}");
+        assert!(v.iter().all(|w| *w == Vec3::ZERO), "{v:?}");
     }
 }
