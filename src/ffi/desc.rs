@@ -1351,20 +1351,13 @@ mod tests {
     }
 
     fn scene_isometric(s: &Scene) -> IsometricDesc {
-        *s.entities
-            .query::<&IsometricDesc>()
-            .iter()
-            .next()
-            .expect("an isometric cloth")
+        let found = s.entities.query::<&IsometricDesc>().iter().next().copied();
+        found.unwrap_or_else(|| panic!("the scene has no isometric cloth"))
     }
 
     fn scene_cloth(s: &Scene) -> ClothDesc {
-        s.entities
-            .query::<&ClothDesc>()
-            .iter()
-            .next()
-            .expect("a cloth")
-            .clone()
+        let found = s.entities.query::<&ClothDesc>().iter().next().cloned();
+        found.unwrap_or_else(|| panic!("the scene has no cloth"))
     }
 
     const GRID: &str = "[[cloth]]\n[cloth.grid]\nvertices = [3, 3]\nsize = [0.1, 0.1]\n";
@@ -1374,7 +1367,7 @@ mod tests {
         let s = scene(&format!("[solver]\nmodel = \"isometric\"\n{GRID}"));
         let c = weft_isometric_settings::default_desc()
             .read()
-            .expect("the defaults are valid");
+            .unwrap_or_else(|e| panic!("the defaults are refused: {e:?}"));
         assert_eq!(c, scene_isometric(&s));
     }
 
@@ -1424,11 +1417,13 @@ rest_shape = "flat"
             contacts: WEFT_CONTACTS_EQUALITY,
             strain_test: WEFT_STRAIN_TEST_BASE_EDGES,
         };
-        let from_c = c.read().expect("valid");
+        let from_c = c.read().unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(from_c, scene_isometric(&s));
         assert_ne!(
             from_c,
-            weft_isometric_settings::default_desc().read().unwrap()
+            weft_isometric_settings::default_desc()
+                .read()
+                .unwrap_or_else(|e| panic!("{e:?}"))
         );
     }
 
