@@ -142,6 +142,19 @@ impl ProjectionTotals {
         self.linear_failures += u32::from(r.linear_solve_failed);
         self.max_violation = r.max_violation;
     }
+
+    /// Counts the projections of `o` after these (its violation is the later one when it ran
+    /// any).
+    pub fn merge(&mut self, o: &ProjectionTotals) {
+        self.projections += o.projections;
+        self.iterations += o.iterations;
+        self.cg_iterations += o.cg_iterations;
+        self.unconverged += o.unconverged;
+        self.linear_failures += o.linear_failures;
+        if o.projections > 0 {
+            self.max_violation = o.max_violation;
+        }
+    }
 }
 
 /// Settings of the isometric step.

@@ -53,7 +53,9 @@ use glam::{DVec3, Vec3};
 
 use super::bdf2::Integrator;
 use super::contact::PinTarget;
-use super::isometric::{BendingRows, IsometricReport, IsometricSettings, IsometricStepper};
+use super::isometric::{
+    BendingRows, IsometricReport, IsometricSettings, IsometricStepper, ProjectionTotals,
+};
 #[cfg(doc)]
 use super::projection::ProjectionSettings;
 use super::projection::{RowFamily, RowRole, StrainScale};
@@ -152,28 +154,23 @@ pub struct IsometricStepStats {
 
 impl IsometricStepStats {
     fn from_report(r: &IsometricReport) -> Self {
-        let mut s = IsometricStepStats {
+        // Line 2, line 5, then the repetitions of lines 4–6, in the order they ran.
+        let mut t = ProjectionTotals::default();
+        t.add(&r.first);
+        if let Some(second) = &r.second {
+            t.add(second);
+        }
+        t.merge(&r.feedback);
+        IsometricStepStats {
+            newton_iterations: t.iterations,
+            pcg_iterations: t.cg_iterations,
+            unconverged: t.unconverged,
+            linear_failures: t.linear_failures,
+            max_violation: t.max_violation,
             contact_nodes: r.contact_nodes,
             collide_first: r.collide_first,
             collide_second: r.collide_second,
-            ..Self::default()
-        };
-        for p in std::iter::once(&r.first).chain(r.second.as_ref()) {
-            s.newton_iterations += p.iterations;
-            s.pcg_iterations += p.cg_iterations;
-            s.unconverged += u32::from(!p.converged);
-            s.linear_failures += u32::from(p.linear_solve_failed);
-            s.max_violation = p.max_violation;
         }
-        let f = &r.feedback;
-        s.newton_iterations += f.iterations;
-        s.pcg_iterations += f.cg_iterations;
-        s.unconverged += f.unconverged;
-        s.linear_failures += f.linear_failures;
-        if f.projections > 0 {
-            s.max_violation = f.max_violation;
-        }
-        s
     }
 }
 
