@@ -256,6 +256,9 @@ typedef struct weft_isometric_settings {
   // `WEFT_STRAIN_TEST_*`: what `strain_tolerance` bounds: the constraint rows (the
   // default) or also the base edges through their red nodes.
   uint32_t strain_test;
+  // How often Wang 2012 Table 3.1 lines 4–6 may be repeated when line 6
+  // moves a node (0: the step as printed, the default).
+  uint32_t contact_rounds;
 } weft_isometric_settings;
 
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).

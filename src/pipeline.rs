@@ -140,11 +140,11 @@ fn advance_isometric(
     if let Some(c) = &report.collide_second {
         stats.add_collisions(c);
     }
-    // PCG iterations of every Gauss–Newton iteration (`cg_max_iterations`: the largest sum of one
-    // substep, the projector reports no per-solve count); a failed linear solve (non-positive
-    // curvature or a non-finite value) counts as indefinite.
+    // One PCG solve per Gauss–Newton iteration; a failed linear solve (non-positive curvature
+    // or a non-finite value) counts as indefinite.
     stats.cg_iterations += report.pcg_iterations;
-    stats.cg_max_iterations = stats.cg_max_iterations.max(report.pcg_iterations);
+    stats.cg_max_iterations = stats.cg_max_iterations.max(report.pcg_max_iterations);
+    stats.cg_unconverged += report.pcg_unconverged;
     stats.cg_indefinite += report.linear_failures;
     stats.newton_iterations += report.newton_iterations;
     stats.newton_max_iterations = stats.newton_max_iterations.max(report.newton_iterations);

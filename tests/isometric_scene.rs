@@ -283,6 +283,25 @@ fn state_hash_is_the_same_for_one_and_two_threads() {
     assert_eq!(two, again);
 }
 
+/// The PCG statistics of an isometric cloth are per linear solve, as for a Baraff–Witkin
+/// cloth: with a cap of 3 PCG iterations every solve stops at the cap before its tolerance
+/// (1e-6 relative), so `cg_unconverged` counts every solve (one per Gauss–Newton iteration) and
+/// `cg_max_iterations` is the cap, not a sum over the substep.
+#[test]
+fn isometric_pcg_statistics_are_per_solve() {
+    let text =
+        small_scene("simultaneous").replace("cg_max_iterations = 300", "cg_max_iterations = 3");
+    let mut world = world_of(&text);
+    let stats = world.step(1.0 / 60.0).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stats.newton_iterations > 0, "{stats:?}");
+    assert_eq!(stats.cg_max_iterations, 3, "{stats:?}");
+    assert_eq!(stats.cg_unconverged, stats.newton_iterations, "{stats:?}");
+    assert!(
+        stats.cg_iterations <= 3 * stats.newton_iterations,
+        "{stats:?}"
+    );
+}
+
 /// Column `name` of a `stats.csv`, parsed.
 fn column(csv: &str, name: &str) -> Vec<f64> {
     let mut lines = csv.lines();

@@ -722,6 +722,7 @@ struct Summary {
     max_strain: f32,
     final_strain: f32,
     max_contacts: u32,
+    max_contact_rows: u32,
     deadline_misses: usize,
     rejected_substeps: u32,
     cg_unconverged: u32,
@@ -755,6 +756,7 @@ impl Summary {
             max_strain: all.iter().map(|x| x.max_strain).fold(0.0, f32::max),
             final_strain: all.last().map_or(0.0, |x| x.max_strain),
             max_contacts: all.iter().map(|x| x.contacts).max().unwrap_or(0),
+            max_contact_rows: all.iter().map(|x| x.contact_rows).max().unwrap_or(0),
             deadline_misses: all.iter().filter(|x| x.deadline_hit).count(),
             rejected_substeps: all.iter().map(|x| x.rejected_substeps).sum(),
             cg_unconverged: all.iter().map(|x| x.cg_unconverged).sum(),
@@ -791,6 +793,7 @@ impl Summary {
             "max_strain": self.max_strain,
             "final_max_strain": self.final_strain,
             "max_contacts": self.max_contacts,
+            "max_contact_rows": self.max_contact_rows,
             "deadline_misses": self.deadline_misses,
             "rejected_substeps": self.rejected_substeps,
             "cg_unconverged_solves": self.cg_unconverged,
@@ -809,7 +812,7 @@ impl Summary {
     fn text(&self) -> String {
         format!(
             "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95), max strain {:.3}% (final {:.3}%), \
-             max contacts {}, rejected substeps {}, unconverged solves {} (PCG) / {} (Gauss–Newton projections), \
+             max contacts {} (collider vertices) / {} (isometric contact rows), rejected substeps {}, unconverged solves {} (PCG) / {} (Gauss–Newton projections), \
              max row strain {:.3}%, deadline misses {}, state_hash {:016x}",
             self.scene,
             self.frames,
@@ -819,6 +822,7 @@ impl Summary {
             100.0 * self.max_strain,
             100.0 * self.final_strain,
             self.max_contacts,
+            self.max_contact_rows,
             self.rejected_substeps,
             self.cg_unconverged,
             self.newton_unconverged,

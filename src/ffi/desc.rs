@@ -265,6 +265,9 @@ pub struct weft_isometric_settings {
     /// `WEFT_STRAIN_TEST_*`: what `strain_tolerance` bounds: the constraint rows (the
     /// default) or also the base edges through their red nodes.
     pub strain_test: u32,
+    /// How often Wang 2012 Table 3.1 lines 4–6 may be repeated when line 6
+    /// moves a node (0: the step as printed, the default).
+    pub contact_rounds: u32,
 }
 
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
@@ -804,6 +807,7 @@ impl weft_isometric_settings {
             } else {
                 WEFT_STRAIN_TEST_ROWS
             },
+            contact_rounds: d.step.contact_rounds,
         }
     }
 
@@ -910,6 +914,7 @@ impl weft_isometric_settings {
                 second_target,
                 friction_compliance: Some(self.friction_compliance),
                 contact_compliance: self.contact_compliance,
+                contact_rounds: self.contact_rounds,
                 unilateral_contacts,
                 ..IsometricSettings::default()
             },
@@ -1392,6 +1397,7 @@ contact_compliance = 3e-3
 gauss_newton_iterations = 5
 contacts = "equality"
 strain_test = "base-edges"
+contact_rounds = 3
 {GRID}
 [cloth.isometric]
 bending_stiffness = 5e-4
@@ -1416,6 +1422,7 @@ rest_shape = "flat"
             gauss_newton_iterations: 5,
             contacts: WEFT_CONTACTS_EQUALITY,
             strain_test: WEFT_STRAIN_TEST_BASE_EDGES,
+            contact_rounds: 3,
         };
         let from_c = c.read().unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(from_c, scene_isometric(&s));

@@ -124,6 +124,10 @@ pub struct ProjectionTotals {
     pub iterations: u32,
     /// PCG iterations, summed.
     pub cg_iterations: u32,
+    /// Largest PCG iteration count of one linear solve.
+    pub cg_max_iterations: u32,
+    /// PCG solves that stopped before their tolerance, summed.
+    pub cg_unconverged: u32,
     /// Projections that stopped before the tolerance (Newton cap or deadline).
     pub unconverged: u32,
     /// Projections whose linear solve failed.
@@ -138,6 +142,8 @@ impl ProjectionTotals {
         self.projections += 1;
         self.iterations += r.iterations;
         self.cg_iterations += r.cg_iterations;
+        self.cg_max_iterations = self.cg_max_iterations.max(r.cg_max_iterations);
+        self.cg_unconverged += r.cg_unconverged;
         self.unconverged += u32::from(!r.converged);
         self.linear_failures += u32::from(r.linear_solve_failed);
         self.max_violation = r.max_violation;
@@ -149,6 +155,8 @@ impl ProjectionTotals {
         self.projections += o.projections;
         self.iterations += o.iterations;
         self.cg_iterations += o.cg_iterations;
+        self.cg_max_iterations = self.cg_max_iterations.max(o.cg_max_iterations);
+        self.cg_unconverged += o.cg_unconverged;
         self.unconverged += o.unconverged;
         self.linear_failures += o.linear_failures;
         if o.projections > 0 {

@@ -138,6 +138,10 @@ pub struct IsometricStepStats {
     pub newton_iterations: u32,
     /// PCG iterations over all Gauss–Newton iterations.
     pub pcg_iterations: u32,
+    /// Largest PCG iteration count of one linear solve.
+    pub pcg_max_iterations: u32,
+    /// PCG solves that stopped (cap or deadline) before their tolerance.
+    pub pcg_unconverged: u32,
     /// Projections that stopped at the Newton cap or the deadline before the tolerance.
     pub unconverged: u32,
     /// Projections whose linear solve failed (non-positive curvature, non-finite value).
@@ -164,6 +168,8 @@ impl IsometricStepStats {
         IsometricStepStats {
             newton_iterations: t.iterations,
             pcg_iterations: t.cg_iterations,
+            pcg_max_iterations: t.cg_max_iterations,
+            pcg_unconverged: t.cg_unconverged,
             unconverged: t.unconverged,
             linear_failures: t.linear_failures,
             max_violation: t.max_violation,

@@ -282,6 +282,10 @@ pub struct ProjectionReport {
     pub max_violation: f64,
     /// PCG iterations summed over the Gauss–Newton iterations.
     pub cg_iterations: u32,
+    /// Largest PCG iteration count of one Gauss–Newton iteration's solve.
+    pub cg_max_iterations: u32,
+    /// PCG solves that stopped (cap or deadline) before their tolerance.
+    pub cg_unconverged: u32,
     /// Relative preconditioned residual `‖b − K z‖_P / ‖b‖_P` at the end of the last PCG solve
     /// (0 when no solve ran).
     pub cg_relative_residual: f64,
@@ -729,6 +733,8 @@ impl GaussNewtonProjection {
                 }
             };
             report.cg_iterations += cg.iterations;
+            report.cg_max_iterations = report.cg_max_iterations.max(cg.iterations);
+            report.cg_unconverged += u32::from(!cg.converged);
             report.cg_relative_residual = cg.relative_residual;
             report.iterations += 1;
             report.fast_projection_iterations += u32::from(fast);
