@@ -145,6 +145,7 @@ fn advance_isometric(
     stats.cg_iterations += report.pcg_iterations;
     stats.cg_max_iterations = stats.cg_max_iterations.max(report.pcg_max_iterations);
     stats.cg_unconverged += report.pcg_unconverged;
+    stats.cg_residual = stats.cg_residual.max(report.pcg_max_residual);
     stats.cg_indefinite += report.linear_failures;
     stats.newton_iterations += report.newton_iterations;
     stats.newton_max_iterations = stats.newton_max_iterations.max(report.newton_iterations);

@@ -286,7 +286,8 @@ fn state_hash_is_the_same_for_one_and_two_threads() {
 /// The PCG statistics of an isometric cloth are per linear solve, as for a Baraff–Witkin
 /// cloth: with a cap of 3 PCG iterations every solve stops at the cap before its tolerance
 /// (1e-6 relative), so `cg_unconverged` counts every solve (one per Gauss–Newton iteration) and
-/// `cg_max_iterations` is the cap, not a sum over the substep.
+/// `cg_max_iterations` is the cap, not a sum over the substep, and `cg_residual` is the largest
+/// residual a solve stopped at.
 #[test]
 fn isometric_pcg_statistics_are_per_solve() {
     let text =

@@ -128,6 +128,8 @@ pub struct ProjectionTotals {
     pub cg_max_iterations: u32,
     /// PCG solves that stopped before their tolerance, summed.
     pub cg_unconverged: u32,
+    /// Largest relative residual at the end of one PCG solve.
+    pub cg_max_residual: f64,
     /// Projections that stopped before the tolerance (Newton cap or deadline).
     pub unconverged: u32,
     /// Projections whose linear solve failed.
@@ -144,6 +146,7 @@ impl ProjectionTotals {
         self.cg_iterations += r.cg_iterations;
         self.cg_max_iterations = self.cg_max_iterations.max(r.cg_max_iterations);
         self.cg_unconverged += r.cg_unconverged;
+        self.cg_max_residual = self.cg_max_residual.max(r.cg_max_residual);
         self.unconverged += u32::from(!r.converged);
         self.linear_failures += u32::from(r.linear_solve_failed);
         self.max_violation = r.max_violation;
@@ -157,6 +160,7 @@ impl ProjectionTotals {
         self.cg_iterations += o.cg_iterations;
         self.cg_max_iterations = self.cg_max_iterations.max(o.cg_max_iterations);
         self.cg_unconverged += o.cg_unconverged;
+        self.cg_max_residual = self.cg_max_residual.max(o.cg_max_residual);
         self.unconverged += o.unconverged;
         self.linear_failures += o.linear_failures;
         if o.projections > 0 {

@@ -142,6 +142,8 @@ pub struct IsometricStepStats {
     pub pcg_max_iterations: u32,
     /// PCG solves that stopped (cap or deadline) before their tolerance.
     pub pcg_unconverged: u32,
+    /// Largest relative residual at the end of one PCG solve.
+    pub pcg_max_residual: f64,
     /// Projections that stopped at the Newton cap or the deadline before the tolerance.
     pub unconverged: u32,
     /// Projections whose linear solve failed (non-positive curvature, non-finite value).
@@ -170,6 +172,7 @@ impl IsometricStepStats {
             pcg_iterations: t.cg_iterations,
             pcg_max_iterations: t.cg_max_iterations,
             pcg_unconverged: t.cg_unconverged,
+            pcg_max_residual: t.cg_max_residual,
             unconverged: t.unconverged,
             linear_failures: t.linear_failures,
             max_violation: t.max_violation,

@@ -286,6 +286,8 @@ pub struct ProjectionReport {
     pub cg_max_iterations: u32,
     /// PCG solves that stopped (cap or deadline) before their tolerance.
     pub cg_unconverged: u32,
+    /// Largest relative preconditioned residual at the end of a PCG solve (0 when none ran).
+    pub cg_max_residual: f64,
     /// Relative preconditioned residual `‖b − K z‖_P / ‖b‖_P` at the end of the last PCG solve
     /// (0 when no solve ran).
     pub cg_relative_residual: f64,
@@ -735,6 +737,7 @@ impl GaussNewtonProjection {
             report.cg_iterations += cg.iterations;
             report.cg_max_iterations = report.cg_max_iterations.max(cg.iterations);
             report.cg_unconverged += u32::from(!cg.converged);
+            report.cg_max_residual = report.cg_max_residual.max(cg.relative_residual);
             report.cg_relative_residual = cg.relative_residual;
             report.iterations += 1;
             report.fast_projection_iterations += u32::from(fast);
