@@ -367,6 +367,10 @@ pub struct ClothCollision {
     x0: Vec<Vec3>,
     v: Vec<Vec3>,
     x1: Vec<Vec3>,
+    /// Per vertex of the shared space its box of the current search (its position at x^n,
+    /// and for a swept search its segment to the end of the substep): computed once per
+    /// search, read by every edge box and every point test of emission.
+    vertex_boxes: Vec<Aabb>,
     inv_mass: Vec<f32>,
     mass: Vec<f32>,
     /// Coulomb coefficient per vertex of the shared space: the cloth's for
@@ -426,6 +430,7 @@ impl ClothCollision {
             x0: vec![Vec3::ZERO; num_vertices],
             v: vec![Vec3::ZERO; num_vertices],
             x1: vec![Vec3::ZERO; num_vertices],
+            vertex_boxes: vec![Aabb::EMPTY; num_vertices],
             inv_mass: vec![0.0; num_vertices],
             mass: vec![0.0; num_vertices],
             surface_friction: vec![0.0; num_vertices],
@@ -468,6 +473,7 @@ impl ClothCollision {
         for buf in [&mut self.x0, &mut self.v, &mut self.x1] {
             buf.resize(total, Vec3::ZERO);
         }
+        self.vertex_boxes.resize(total, Aabb::EMPTY);
         self.inv_mass.resize(total, 0.0);
         self.mass.resize(total, 0.0);
         self.surface_friction.resize(total, 0.0);
@@ -774,10 +780,12 @@ impl ClothCollision {
             }
         };
         let swept = matches!(reach, Reach::Swept);
-        let points = Points {
-            x0: &self.x0,
-            x1: swept.then_some(self.x1.as_slice()),
-        };
+        vertex_boxes(
+            &self.x0,
+            swept.then_some(self.x1.as_slice()),
+            &mut self.vertex_boxes,
+        );
+        let points = &self.vertex_boxes[..];
         if swept {
             swept_triangle_boxes(
                 &self.x0[..n],
@@ -793,7 +801,7 @@ impl ClothCollision {
         // the edges are within the margin. Obstacle edges take the rest of
         // the (larger) cloth–obstacle margin.
         edge_boxes(
-            &points,
+            points,
             &self.edges,
             0,
             0.5 * self_margins.edge_edge,
@@ -819,7 +827,7 @@ impl ClothCollision {
                 &mut self.emit_chunks,
                 candidates,
                 (&cloth, &cloth),
-                &points,
+                points,
                 self_margins.point_triangle,
             );
         }
@@ -844,7 +852,7 @@ impl ClothCollision {
                 );
             }
             edge_boxes(
-                &points,
+                points,
                 &self.obstacle_edges,
                 m,
                 cross_margins.edge_edge - 0.5 * self_margins.edge_edge,
@@ -865,7 +873,7 @@ impl ClothCollision {
                 &mut self.emit_chunks,
                 candidates,
                 (&cloth, &obstacle),
-                &points,
+                points,
                 cross_margins.point_triangle,
             );
         }
@@ -1203,33 +1211,29 @@ impl FeatureMargins {
     }
 }
 
-/// Vertex positions of the shared space for a search: at x^n, and for a
-/// swept search also at the end of the substep.
-struct Points<'a> {
-    x0: &'a [Vec3],
-    x1: Option<&'a [Vec3]>,
-}
-
-impl Points<'_> {
-    /// The box of vertex `i` (its swept segment, for a swept search).
-    #[inline]
-    fn of(&self, i: u32) -> Aabb {
-        let i = i as usize;
-        let mut b = Aabb::from_points(&[self.x0[i]]);
-        if let Some(x1) = self.x1 {
-            b.grow(x1[i]);
+/// `out[i]`: the box of vertex `i` of the shared space for a search: the point `x0[i]`, or for
+/// a swept search its segment from `x0[i]` to `x1[i]`.
+fn vertex_boxes(x0: &[Vec3], x1: Option<&[Vec3]>, out: &mut [Aabb]) {
+    match x1 {
+        Some(x1) => {
+            for ((o, &a), &b) in out.iter_mut().zip(x0).zip(x1) {
+                *o = Aabb::from_points(&[a, b]);
+            }
         }
-        b
+        None => {
+            for (o, &a) in out.iter_mut().zip(x0) {
+                *o = Aabb::from_points(&[a]);
+            }
+        }
     }
 }
 
 /// `out[e]`: the box of edge `edges[e]` (vertex indices offset by `offset`
 /// into the shared space) grown by `grow`.
-fn edge_boxes(points: &Points<'_>, edges: &[[u32; 2]], offset: u32, grow: f32, out: &mut [Aabb]) {
+fn edge_boxes(points: &[Aabb], edges: &[[u32; 2]], offset: u32, grow: f32, out: &mut [Aabb]) {
     for (o, e) in out.iter_mut().zip(edges) {
-        *o = points
-            .of(e[0] + offset)
-            .union(&points.of(e[1] + offset))
+        *o = points[(e[0] + offset) as usize]
+            .union(&points[(e[1] + offset) as usize])
             .inflate(grow);
     }
 }
@@ -1317,7 +1321,7 @@ fn emit_chunked(
     bufs: &mut Vec<Vec<Candidate>>,
     out: &mut ArenaVec<'_, Candidate>,
     meshes: (&MeshView<'_>, &MeshView<'_>),
-    points: &Points<'_>,
+    points: &[Aabb],
     point_margin: f32,
 ) -> bool {
     let chunks = ws.num_chunks();
@@ -1367,7 +1371,7 @@ fn emit_tests(
     out: &mut Vec<Candidate>,
     a: (&MeshView<'_>, u32),
     b: (&MeshView<'_>, u32),
-    points: &Points<'_>,
+    points: &[Aabb],
     point_margin: f32,
 ) {
     for ((mesh, t), (omesh, u)) in [(a, b), (b, a)] {
@@ -1379,7 +1383,7 @@ fn emit_tests(
         let reach = omesh.tri_boxes[u as usize].inflate(point_margin);
         for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
-            if other.contains(&pg) || !points.of(pg).overlaps(&reach) {
+            if other.contains(&pg) || !points[pg as usize].overlaps(&reach) {
                 continue;
             }
             out.push(Candidate {
