@@ -174,9 +174,10 @@ fn assert_soak(what: &str, frames: u32, s: &Soak) {
 /// for bit; 2 threads beside a CI run and other work, load 2–4): stopped unfinished after
 /// 124 minutes, against 789 s to frame 5,500 before the stop. Up to the frame it had reached
 /// (not recorded; the test prints nothing before it ends) no checker run and no finiteness
-/// check failed, since either would have ended the test. A cause of the jam is diagnosed in
-/// `samples/README.md` (pile-33 known problem): collision velocity changes after the stiff
-/// implicit solve store elastic energy that strain limiting keeps at its bound. None of the 13
+/// check failed, since either would have ended the test. The likely cause of the jam (not
+/// instrumented here) is the one diagnosed on pile-33 (`samples/README.md`, known problem):
+/// collision velocity changes after the stiff implicit solve store elastic energy that strain
+/// limiting keeps at its bound. None of the 13
 /// Baraff–Witkin gallery scenes takes the last resort, so none changes. The jammed pile (22 %
 /// strain at rest, all CCD rounds every frame) remains the deeper problem.
 /// Run with `cargo test --release --test soak -- --ignored --nocapture baraff_witkin`.
