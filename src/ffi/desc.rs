@@ -1351,6 +1351,11 @@ mod tests {
     use super::*;
     use crate::scene::Scene;
 
+    /// The value a read accepted, or the refusal as the test's error.
+    fn accepted<T>(r: Result<T, FfiError>) -> Result<T, String> {
+        r.map_err(|e| format!("refused: {e:?}"))
+    }
+
     fn scene(text: &str) -> Scene {
         Scene::from_toml(text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -1368,16 +1373,15 @@ mod tests {
     const GRID: &str = "[[cloth]]\n[cloth.grid]\nvertices = [3, 3]\nsize = [0.1, 0.1]\n";
 
     #[test]
-    fn isometric_defaults_are_the_scene_file_defaults() {
+    fn isometric_defaults_are_the_scene_file_defaults() -> Result<(), String> {
         let s = scene(&format!("[solver]\nmodel = \"isometric\"\n{GRID}"));
-        let c = weft_isometric_settings::default_desc()
-            .read()
-            .unwrap_or_else(|e| panic!("the defaults are refused: {e:?}"));
+        let c = accepted(weft_isometric_settings::default_desc().read())?;
         assert_eq!(c, scene_isometric(&s));
+        Ok(())
     }
 
     #[test]
-    fn isometric_settings_map_like_the_scene_file() {
+    fn isometric_settings_map_like_the_scene_file() -> Result<(), String> {
         let s = scene(&format!(
             r#"[solver]
 model = "isometric"
@@ -1424,20 +1428,19 @@ rest_shape = "flat"
             strain_test: WEFT_STRAIN_TEST_BASE_EDGES,
             contact_rounds: 3,
         };
-        let from_c = c.read().unwrap_or_else(|e| panic!("{e:?}"));
+        let from_c = accepted(c.read())?;
         assert_eq!(from_c, scene_isometric(&s));
         assert_ne!(
             from_c,
-            weft_isometric_settings::default_desc()
-                .read()
-                .unwrap_or_else(|e| panic!("{e:?}"))
+            accepted(weft_isometric_settings::default_desc().read())?
         );
+        Ok(())
     }
 
     /// Every isometric field, made NaN/infinite, negative or out of range, is
     /// refused with its status, and the message names the field.
     #[test]
-    fn every_bad_isometric_value_names_its_field() {
+    fn every_bad_isometric_value_names_its_field() -> Result<(), String> {
         type Edit = fn(&mut weft_isometric_settings);
         let nonfinite = weft_status::WEFT_STATUS_NON_FINITE;
         let invalid = weft_status::WEFT_STATUS_INVALID_ARGUMENT;
@@ -1508,7 +1511,7 @@ rest_shape = "flat"
         for (edit, field, status) in cases {
             let mut s = weft_isometric_settings::default_desc();
             edit(&mut s);
-            let e = s.read().expect_err(field);
+            let e = s.read().err().ok_or_else(|| format!("{field} accepted"))?;
             assert_eq!(e.status, status, "{field}: {}", e.message);
             assert!(
                 e.message.contains(&format!("isometric.{field}")),
@@ -1516,10 +1519,11 @@ rest_shape = "flat"
                 e.message
             );
         }
+        Ok(())
     }
 
     #[test]
-    fn isometric_model_creates_the_subdivided_cloth_and_refuses_masses() {
+    fn isometric_model_creates_the_subdivided_cloth_and_refuses_masses() -> Result<(), String> {
         let s = scene(GRID);
         let mesh = scene_cloth(&s).mesh;
         let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
@@ -1531,30 +1535,32 @@ rest_shape = "flat"
         d.triangles = ts.as_ptr();
         d.model = WEFT_MODEL_ISOMETRIC;
         // SAFETY: the arrays hold the counts given.
-        let spec = unsafe { d.read() }.expect("valid");
+        let spec = accepted(unsafe { d.read() })?;
         assert!(spec.isometric.is_some() && spec.masses.is_none());
+        let iso = spec.isometric.ok_or("no isometric settings")?;
         let mut world = crate::World::new(WorldSettings::default());
         let i = world
-            .add_isometric_cloth(spec.desc, spec.isometric.unwrap())
-            .expect("isometric cloth");
+            .add_isometric_cloth(spec.desc, iso)
+            .map_err(|e| e.to_string())?;
         // 9 input vertices + 16 edges; 4 × 8 triangles.
         assert_eq!(world.cloths()[i].state().len(), 9 + 16);
         assert_eq!(world.cloths()[i].triangles().len(), 32);
         let masses = [0.01f32; 9];
         d.masses = masses.as_ptr();
         // SAFETY: as above, and `masses` holds one float per vertex.
-        let e = unsafe { d.read() }.err().expect("masses refused");
+        let e = unsafe { d.read() }.err().ok_or("masses accepted")?;
         assert_eq!(e.status, weft_status::WEFT_STATUS_INVALID_ARGUMENT);
         assert!(e.message.contains("masses"), "{}", e.message);
         d.masses = std::ptr::null();
         d.model = 2;
         // SAFETY: as above.
-        let e = unsafe { d.read() }.err().expect("unknown model");
+        let e = unsafe { d.read() }.err().ok_or("unknown model accepted")?;
         assert_eq!(e.status, weft_status::WEFT_STATUS_UNSUPPORTED);
+        Ok(())
     }
 
     #[test]
-    fn bending_and_smoothing_map_like_the_scene_file() {
+    fn bending_and_smoothing_map_like_the_scene_file() -> Result<(), String> {
         let s = scene(&format!(
             "[solver]\nbending_integration = \"imex\"\n{GRID}\n[cloth.material]\nbending = \"dihedral\"\n\
              [cloth.collision]\nvelocity_smoothing = 0.5\nsmoothing_iterations = 5\n"
@@ -1573,7 +1579,7 @@ rest_shape = "flat"
         d.velocity_smoothing = 0.5;
         d.smoothing_iterations = 5;
         // SAFETY: the arrays hold the counts given.
-        let got = unsafe { d.read() }.expect("valid").desc;
+        let got = accepted(unsafe { d.read() })?.desc;
         assert_eq!(got.model.bending, BendingModel::DiscreteShell);
         assert_eq!(got.model.bending, want.model.bending);
         assert_eq!(
@@ -1587,19 +1593,20 @@ rest_shape = "flat"
         assert_eq!(got.collision.velocity_smoothing, Some((0.5, 5)));
         d.smoothing_iterations = 0;
         // SAFETY: as above.
-        let off = unsafe { d.read() }.expect("valid").desc;
+        let off = accepted(unsafe { d.read() })?.desc;
         assert_eq!(off.collision.velocity_smoothing, None);
+        Ok(())
     }
 
     #[test]
-    fn wind_and_governor_map_like_the_scene_file() {
+    fn wind_and_governor_map_like_the_scene_file() -> Result<(), String> {
         let s = scene(&format!(
             "[budget]\nframe_ms = 20.0\ngovernor = \"adaptive\"\n\
              [wind]\nvelocity = [3.0, 0.0, 1.0]\ndensity = 1.25\ndrag = 1.1\nskin = 0.03\n\
              gust = 0.3\ngust_period_s = 1.5\n{GRID}"
         ));
         let mut d = weft_world_desc::default_desc();
-        assert_eq!(d.settings().expect("defaults").wind, None);
+        assert_eq!(accepted(d.settings())?.wind, None);
         d.frame_budget_ms = 20.0;
         d.governor = WEFT_GOVERNOR_ADAPTIVE;
         d.wind = weft_wind {
@@ -1611,7 +1618,7 @@ rest_shape = "flat"
             gust: 0.3,
             gust_period_s: 1.5,
         };
-        let got = d.settings().expect("valid");
+        let got = accepted(d.settings())?;
         assert_eq!(got.wind, s.settings.wind);
         assert!(got.wind.is_some());
         assert_eq!(got.budget.governor, GovernorMode::Adaptive);
@@ -1630,17 +1637,23 @@ rest_shape = "flat"
         ] {
             let mut bad = d;
             edit(&mut bad.wind);
-            let e = bad.settings().expect_err(field);
+            let e = bad
+                .settings()
+                .err()
+                .ok_or_else(|| format!("{field} accepted"))?;
             assert!(e.message.contains(field), "{field}: {}", e.message);
         }
+        Ok(())
     }
 
     #[test]
-    fn collider_thickness_only_on_meshes() {
+    fn collider_thickness_only_on_meshes() -> Result<(), String> {
         let mut k = weft_collider_desc::default_desc();
         k.thickness = 0.01;
         // SAFETY: an analytic shape reads no arrays.
-        let e = unsafe { k.read() }.err().expect("analytic with thickness");
+        let e = unsafe { k.read() }
+            .err()
+            .ok_or("an analytic collider with a thickness is accepted")?;
         assert!(e.message.contains("thickness"), "{}", e.message);
         let x = [0.0f32, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
         let t = [0u32, 1, 2];
@@ -1650,13 +1663,12 @@ rest_shape = "flat"
         k.mesh_triangle_count = 1;
         k.mesh_triangles = t.as_ptr();
         // SAFETY: the arrays hold the counts given.
-        let Ok((_, _, _, thickness)) = (unsafe { k.read() }) else {
-            panic!("a mesh collider with a thickness is refused");
-        };
+        let (_, _, _, thickness) = accepted(unsafe { k.read() })?;
         assert_eq!(thickness, 0.01);
         k.thickness = -0.01;
         // SAFETY: as above.
         assert!(unsafe { k.read() }.is_err());
+        Ok(())
     }
 
     #[test]
