@@ -142,14 +142,15 @@ fn advance_isometric(
     }
     // One PCG solve per Gauss–Newton iteration; a failed linear solve (non-positive curvature
     // or a non-finite value) counts as indefinite.
-    stats.cg_iterations += report.pcg_iterations;
-    stats.cg_max_iterations = stats.cg_max_iterations.max(report.pcg_max_iterations);
-    stats.cg_unconverged += report.pcg_unconverged;
-    stats.cg_residual = stats.cg_residual.max(report.pcg_max_residual);
-    stats.cg_indefinite += report.linear_failures;
-    stats.newton_iterations += report.newton_iterations;
-    stats.newton_max_iterations = stats.newton_max_iterations.max(report.newton_iterations);
-    stats.newton_unconverged += report.unconverged;
+    let p = &report.projections;
+    stats.cg_iterations += p.cg_iterations;
+    stats.cg_max_iterations = stats.cg_max_iterations.max(p.cg_max_iterations);
+    stats.cg_unconverged += p.cg_unconverged;
+    stats.cg_residual = stats.cg_residual.max(p.cg_max_residual);
+    stats.cg_indefinite += p.linear_failures;
+    stats.newton_iterations += p.iterations;
+    stats.newton_max_iterations = stats.newton_max_iterations.max(p.iterations);
+    stats.newton_unconverged += p.unconverged;
     stats.contact_rows += report.contact_nodes;
     lap(stats, Stage::Solve, t);
     z.end();

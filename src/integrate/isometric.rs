@@ -141,15 +141,7 @@ pub struct ProjectionTotals {
 impl ProjectionTotals {
     /// Counts one more projection.
     pub fn add(&mut self, r: &ProjectionReport) {
-        self.projections += 1;
-        self.iterations += r.iterations;
-        self.cg_iterations += r.cg_iterations;
-        self.cg_max_iterations = self.cg_max_iterations.max(r.cg_max_iterations);
-        self.cg_unconverged += r.cg_unconverged;
-        self.cg_max_residual = self.cg_max_residual.max(r.cg_max_residual);
-        self.unconverged += u32::from(!r.converged);
-        self.linear_failures += u32::from(r.linear_solve_failed);
-        self.max_violation = r.max_violation;
+        self.merge(&ProjectionTotals::from(r));
     }
 
     /// Counts the projections of `o` after these (its violation is the later one when it ran
@@ -165,6 +157,23 @@ impl ProjectionTotals {
         self.linear_failures += o.linear_failures;
         if o.projections > 0 {
             self.max_violation = o.max_violation;
+        }
+    }
+}
+
+impl From<&ProjectionReport> for ProjectionTotals {
+    /// The totals of one projection.
+    fn from(r: &ProjectionReport) -> Self {
+        ProjectionTotals {
+            projections: 1,
+            iterations: r.iterations,
+            cg_iterations: r.cg_iterations,
+            cg_max_iterations: r.cg_max_iterations,
+            cg_unconverged: r.cg_unconverged,
+            cg_max_residual: r.cg_max_residual,
+            unconverged: u32::from(!r.converged),
+            linear_failures: u32::from(r.linear_solve_failed),
+            max_violation: r.max_violation,
         }
     }
 }

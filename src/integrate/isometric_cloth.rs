@@ -134,22 +134,9 @@ pub enum IsometricClothError {
 /// What the last step of one isometric cloth did (summed over both projections of Table 3.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct IsometricStepStats {
-    /// Gauss–Newton iterations (lines 2 and 5).
-    pub newton_iterations: u32,
-    /// PCG iterations over all Gauss–Newton iterations.
-    pub pcg_iterations: u32,
-    /// Largest PCG iteration count of one linear solve.
-    pub pcg_max_iterations: u32,
-    /// PCG solves that stopped (cap or deadline) before their tolerance.
-    pub pcg_unconverged: u32,
-    /// Largest relative residual at the end of one PCG solve.
-    pub pcg_max_residual: f64,
-    /// Projections that stopped at the Newton cap or the deadline before the tolerance.
-    pub unconverged: u32,
-    /// Projections whose linear solve failed (non-positive curvature, non-finite value).
-    pub linear_failures: u32,
-    /// Largest scaled constraint violation left by the last projection.
-    pub max_violation: f64,
+    /// The projections of lines 2 and 5 and the repetitions of lines 4–6, folded in the order
+    /// they ran (Gauss–Newton and PCG counts, the violation left by the last one).
+    pub projections: ProjectionTotals,
     /// Nodes given contact rows (line 4).
     pub contact_nodes: u32,
     /// The collision stage of line 3.
@@ -161,21 +148,14 @@ pub struct IsometricStepStats {
 impl IsometricStepStats {
     fn from_report(r: &IsometricReport) -> Self {
         // Line 2, line 5, then the repetitions of lines 4–6, in the order they ran.
-        let mut t = ProjectionTotals::default();
-        t.add(&r.first);
+        let mut projections = ProjectionTotals::default();
+        projections.add(&r.first);
         if let Some(second) = &r.second {
-            t.add(second);
+            projections.add(second);
         }
-        t.merge(&r.feedback);
+        projections.merge(&r.feedback);
         IsometricStepStats {
-            newton_iterations: t.iterations,
-            pcg_iterations: t.cg_iterations,
-            pcg_max_iterations: t.cg_max_iterations,
-            pcg_unconverged: t.cg_unconverged,
-            pcg_max_residual: t.cg_max_residual,
-            unconverged: t.unconverged,
-            linear_failures: t.linear_failures,
-            max_violation: t.max_violation,
+            projections,
             contact_nodes: r.contact_nodes,
             collide_first: r.collide_first,
             collide_second: r.collide_second,
