@@ -259,6 +259,10 @@ typedef struct weft_isometric_settings {
   // How often Wang 2012 Table 3.1 lines 4–6 may be repeated when line 6
   // moves a node (0: the step as printed, the default).
   uint32_t contact_rounds;
+  // Speculative contact rows: nodes within thickness + this distance (m) of an
+  // analytic collider get a unilateral row on its tangent plane (≥ 0; 0, the
+  // default: none).
+  double contact_margin;
 } weft_isometric_settings;
 
 // A cloth for `weft_cloth_create`, read from the caller's arrays (copied).

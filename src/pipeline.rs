@@ -53,7 +53,7 @@ pub fn substep(
     stats: &mut FrameStats,
 ) {
     if cloth.isometric.is_some() {
-        advance_isometric(cloth, obstacles, settings, h, deadline, stats);
+        advance_isometric(cloth, colliders, obstacles, settings, h, deadline, stats);
         return;
     }
     let limit = cloth
@@ -104,6 +104,7 @@ pub fn substep(
 /// collision stage, with their own friction (the world passes those coefficients).
 fn advance_isometric(
     cloth: &mut Cloth,
+    colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
     settings: &WorldSettings,
     h: f32,
@@ -130,6 +131,7 @@ fn advance_isometric(
         &cloth.pins,
         &cloth.collision_settings,
         obstacles,
+        colliders,
         budget.newton_max_iterations,
         budget.cg_max_iterations,
         &mut should_stop,

@@ -268,6 +268,10 @@ pub struct weft_isometric_settings {
     /// How often Wang 2012 Table 3.1 lines 4–6 may be repeated when line 6
     /// moves a node (0: the step as printed, the default).
     pub contact_rounds: u32,
+    /// Speculative contact rows: nodes within thickness + this distance (m) of an
+    /// analytic collider get a unilateral row on its tangent plane (≥ 0; 0, the
+    /// default: none).
+    pub contact_margin: f64,
 }
 
 /// A cloth for `weft_cloth_create`, read from the caller's arrays (copied).
@@ -808,6 +812,7 @@ impl weft_isometric_settings {
                 WEFT_STRAIN_TEST_ROWS
             },
             contact_rounds: d.step.contact_rounds,
+            contact_margin: d.step.contact_margin,
         }
     }
 
@@ -848,6 +853,7 @@ impl weft_isometric_settings {
             (self.bending_stiffness, "isometric.bending_stiffness"),
             (self.proximal_weight, "isometric.proximal_weight"),
             (self.contact_compliance, "isometric.contact_compliance"),
+            (self.contact_margin, "isometric.contact_margin"),
         ] {
             if finite64(v, what)? < 0.0 {
                 return Err(FfiError::invalid(format!(
@@ -915,6 +921,7 @@ impl weft_isometric_settings {
                 friction_compliance: Some(self.friction_compliance),
                 contact_compliance: self.contact_compliance,
                 contact_rounds: self.contact_rounds,
+                contact_margin: self.contact_margin,
                 unilateral_contacts,
                 ..IsometricSettings::default()
             },
@@ -1402,6 +1409,7 @@ gauss_newton_iterations = 5
 contacts = "equality"
 strain_test = "base-edges"
 contact_rounds = 3
+contact_margin = 0.02
 {GRID}
 [cloth.isometric]
 bending_stiffness = 5e-4
@@ -1427,6 +1435,7 @@ rest_shape = "flat"
             contacts: WEFT_CONTACTS_EQUALITY,
             strain_test: WEFT_STRAIN_TEST_BASE_EDGES,
             contact_rounds: 3,
+            contact_margin: 0.02,
         };
         let from_c = accepted(c.read())?;
         assert_eq!(from_c, scene_isometric(&s));

@@ -72,6 +72,16 @@
 //!   conforming rows), so every pass moves them again: each round then costs a projection and
 //!   gains little (17 × 17 variant of the scene: same largest edge strain at frames 11–14, 2–4
 //!   times the Gauss–Newton iterations).
+//! - **Speculative rows** (**choice**, not in the thesis; off by default,
+//!   [`IsometricSettings::contact_margin`]): in line 4, nodes the collision stage did not move
+//!   but that lie within `η + margin` of an analytic collider get unilateral rows on the
+//!   collider's tangent plane offset by `η` (`Near::plane`), released until line 5 moves the
+//!   node onto it. Measured on `samples/stiff-sheet.toml` (30 frames, `--threads 1`): with
+//!   the default soft rows (`β_n = 10⁻²`) line 6 moves 12–38 nodes a substep, all but a few
+//!   with rows, by up to 5.7 mm, and the frames end at 0.5–1.4 % row strain; `β_n = 10⁻⁴`
+//!   leaves 2–13 a substep, moved by up to 0.5 mm with rows and 1.7 mm without (largest
+//!   frame-end row strain 0.36 %); adding a 1 cm margin removes the moves of nodes without
+//!   rows (0.28 %). `β_n = 10⁻⁵` was worse (0.85 %, two projections at the Newton cap).
 //! - Pinned nodes (`w = 0`) get no contact rows (they would be zero rows of `K`).
 //! - The collision stage works in `f32`; nodes it did not touch keep their `f64` positions
 //!   bit for bit.
@@ -82,6 +92,7 @@
 use glam::{DVec3, Vec3};
 
 use super::bdf2::{Integrator, TimeIntegrator};
+use super::contact::ColliderView;
 use super::projection::{
     ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings, RowFamily,
 };
@@ -201,6 +212,12 @@ pub struct IsometricSettings {
     /// each repetition gives the moved nodes rows at their collided positions and projects
     /// again. 0: Table 3.1 as printed.
     pub contact_rounds: u32,
+    /// Speculative contact rows (see the module doc): in line 4, every unpinned node the
+    /// collision stage did not move whose collided position lies within `thickness +
+    /// contact_margin` of an analytic collider (at its pose at the end of the step) gets a
+    /// unilateral normal row on the collider's tangent plane offset by the thickness, released
+    /// until the node reaches it. 0: none (Table 3.1 as printed).
+    pub contact_margin: f64,
 }
 
 impl Default for IsometricSettings {
@@ -214,6 +231,7 @@ impl Default for IsometricSettings {
             contact_compliance: 1e-2,
             unilateral_contacts: true,
             contact_rounds: DEFAULT_CONTACT_ROUNDS,
+            contact_margin: 0.0,
         }
     }
 }
@@ -237,6 +255,10 @@ pub struct IsometricReport {
     pub collide_second: Option<CollisionStats>,
     /// Nodes the last pass of line 6 moved (its changes enter `x^{n+1}` unprojected).
     pub fail_safe_moved: u32,
+    /// Of those, the nodes that had no contact rows in the projection before it.
+    pub fail_safe_moved_without_rows: u32,
+    /// Nodes given speculative rows in line 4 ([`IsometricSettings::contact_margin`]).
+    pub speculative_nodes: u32,
 }
 
 /// The preallocated step of one isometric cloth: projector, time history, collision stage and
@@ -353,6 +375,7 @@ impl IsometricStepper {
         settings: &IsometricSettings,
         collision: &CollisionSettings,
         obstacles: &ObstacleMeshes<'_>,
+        colliders: &[ColliderView],
         mass: &[f64],
         inv_mass: &[f64],
         x: &mut [DVec3],
@@ -389,7 +412,13 @@ impl IsometricStepper {
             // Line 4: contact rows at x_c (eq. 3.26, eq. 3.28).
             self.projection.clear_contacts();
             self.contact_slot.fill(NO_SLOT);
+            let near = Near {
+                colliders,
+                h,
+                thickness: f64::from(collision.thickness),
+            };
             report.contact_nodes = self.add_contact_rows(settings, inv_mass);
+            report.speculative_nodes = self.add_speculative_rows(settings, &near, inv_mass);
             // Line 5: project again, from x⁽⁰⁾ = x_c.
             report.second =
                 Some(self.project_from_collided(families, settings, inv_mass, should_stop));
@@ -407,6 +436,9 @@ impl IsometricStepper {
                     .get_or_insert_with(CollisionStats::default)
                     .accumulate(&stats);
                 report.fail_safe_moved = moved;
+                report.fail_safe_moved_without_rows = (0..n)
+                    .filter(|&i| self.contact_slot[i] == NO_SLOT && self.x_c[i] != self.x_p[i])
+                    .count() as u32;
                 if moved == 0 || rounds >= settings.contact_rounds {
                     break;
                 }
@@ -459,38 +491,90 @@ impl IsometricStepper {
                 continue;
             }
             let normal = d / len;
-            let xc = self.x_c[i];
-            let (t1, t2) = normal.any_orthonormal_pair();
-            let normal_row = ContactRow {
+            let target = normal.dot(self.x_c[i]);
+            added += u32::from(self.push_rows(settings, inv_mass, i, normal, target, false));
+        }
+        added
+    }
+
+    /// The rows of node `i`: the normal row `n · x_p = target` (or `≥`, unilateral) and, with
+    /// friction, the tangential rows holding `x_c` (eq. 3.26, eq. 3.28); `speculative` marks
+    /// the normal row [`ContactRow::speculative`]. A node without rows gets them appended to
+    /// the pool (returns true); a node that has rows gets them replaced in place.
+    fn push_rows(
+        &mut self,
+        settings: &IsometricSettings,
+        inv_mass: &[f64],
+        i: usize,
+        normal: DVec3,
+        target: f64,
+        speculative: bool,
+    ) -> bool {
+        let xc = self.x_c[i];
+        let (t1, t2) = normal.any_orthonormal_pair();
+        let normal_row = ContactRow {
+            vertex: i as u32,
+            direction: normal,
+            target,
+            compliance: settings.contact_compliance * inv_mass[i],
+            // A speculative row is always unilateral: as an equality it would pull its node
+            // onto the plane.
+            unilateral: settings.unilateral_contacts || speculative,
+            speculative,
+        };
+        let tangent_rows = settings.friction_compliance.map(|beta| {
+            [t1, t2].map(|t| ContactRow {
                 vertex: i as u32,
-                direction: normal,
-                target: normal.dot(xc),
-                compliance: settings.contact_compliance * inv_mass[i],
-                unilateral: settings.unilateral_contacts,
-            };
-            let tangent_rows = settings.friction_compliance.map(|beta| {
-                [t1, t2].map(|t| ContactRow {
-                    vertex: i as u32,
-                    direction: t,
-                    target: t.dot(xc),
-                    compliance: beta * inv_mass[i],
-                    unilateral: false,
-                })
-            });
-            let slot = self.contact_slot[i];
-            if slot == NO_SLOT {
-                self.contact_slot[i] = self.projection.contacts().len() as u32;
-                self.projection.push_contact(normal_row);
-                for row in tangent_rows.into_iter().flatten() {
-                    self.projection.push_contact(row);
-                }
+                direction: t,
+                target: t.dot(xc),
+                compliance: beta * inv_mass[i],
+                unilateral: false,
+                speculative: false,
+            })
+        });
+        let slot = self.contact_slot[i];
+        if slot == NO_SLOT {
+            self.contact_slot[i] = self.projection.contacts().len() as u32;
+            self.projection.push_contact(normal_row);
+            for row in tangent_rows.into_iter().flatten() {
+                self.projection.push_contact(row);
+            }
+            true
+        } else {
+            let slot = slot as usize;
+            self.projection.replace_contact(slot, normal_row);
+            for (k, row) in tangent_rows.into_iter().flatten().enumerate() {
+                self.projection.replace_contact(slot + 1 + k, row);
+            }
+            false
+        }
+    }
+
+    /// Line 4, speculative part ([`IsometricSettings::contact_margin`]; **choice**, not in the
+    /// thesis): every unpinned node without rows whose collided position lies within reach of
+    /// an analytic collider ([`Near::plane`]) gets the rows of [`IsometricStepper::push_rows`]
+    /// on the collider's tangent plane. Unilateral rows start released when the node is in
+    /// front of the plane (`GaussNewtonProjection::project`), so they act only if line 5 moves
+    /// the node onto the collider; without them line 5 drags nodes that line 3 did not touch
+    /// into the obstacle and line 6 moves them back unprojected (module doc). Returns the nodes
+    /// given rows.
+    fn add_speculative_rows(
+        &mut self,
+        settings: &IsometricSettings,
+        near: &Near<'_>,
+        inv_mass: &[f64],
+    ) -> u32 {
+        if settings.contact_margin <= 0.0 || near.colliders.is_empty() {
+            return 0;
+        }
+        let mut added = 0;
+        for i in 0..self.x_c.len() {
+            if inv_mass[i] <= 0.0 || self.contact_slot[i] != NO_SLOT {
+                continue;
+            }
+            if let Some((normal, target)) = near.plane(settings, self.x_c[i]) {
+                self.push_rows(settings, inv_mass, i, normal, target, true);
                 added += 1;
-            } else {
-                let slot = slot as usize;
-                self.projection.replace_contact(slot, normal_row);
-                for (k, row) in tangent_rows.into_iter().flatten().enumerate() {
-                    self.projection.replace_contact(slot + 1 + k, row);
-                }
             }
         }
         added
@@ -531,6 +615,48 @@ impl IsometricStepper {
             }
         }
         (stats, moved)
+    }
+}
+
+/// The analytic colliders of a step, for the contact rows of line 4.
+struct Near<'a> {
+    colliders: &'a [ColliderView],
+    h: f64,
+    thickness: f64,
+}
+
+impl Near<'_> {
+    /// The contact plane of a node at `x_c` near an analytic collider
+    /// ([`IsometricSettings::contact_margin`]; **choice**, not in the thesis): when `x_c` lies
+    /// within `η + margin` of a collider at its pose at the end of the step (`d` its signed
+    /// distance, `n` the outward normal at the nearest surface point; the nearest collider
+    /// when several are near), the normal row is `n · x_p ≥ n · x_c − (d − η)`: the collider's
+    /// tangent plane offset by the thickness `η`. It lies outside a convex collider, so a node
+    /// held on it is at least `η` from the surface. Only for nodes the collision stage did not
+    /// move: using this plane instead of eq. 3.26 for the moved ones too was measured worse
+    /// (stiff-sheet, 30 frames, `contact_compliance = 1e-4`: largest frame-end row strain
+    /// 0.28 % → 1.3 %; line 6 then moved up to 53 nodes with rows by ~1 mm a substep: a node
+    /// on the plane still has its triangles' interiors, which sag towards a sphere, inside
+    /// the repulsion band, where the stage's own collided position does not). Returns `(n, n · x_c − (d − η))`, or `None` (margin 0, nothing near).
+    fn plane(&self, settings: &IsometricSettings, x_c: DVec3) -> Option<(DVec3, f64)> {
+        if settings.contact_margin <= 0.0 {
+            return None;
+        }
+        let p = x_c.as_vec3();
+        let surface = self
+            .colliders
+            .iter()
+            .map(|c| {
+                let end = c.motion.advance(&c.pose, self.h as f32);
+                c.shape.surface_point(&end, p)
+            })
+            .min_by(|a, b| a.distance.total_cmp(&b.distance))?;
+        let d = f64::from(surface.distance);
+        if d >= self.thickness + settings.contact_margin {
+            return None;
+        }
+        let normal = surface.normal.as_dvec3().normalize();
+        Some((normal, normal.dot(x_c) - (d - self.thickness)))
     }
 }
 
@@ -666,12 +792,14 @@ impl ConstraintSet for BendingResidual<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collide::shapes::{Motion, Pose, Shape};
     use crate::integrate::projection::test_sets::{EdgeLengths, grid};
     use crate::integrate::projection::{RowRole, StrainScale};
     use crate::mesh::generate::icosphere;
 
     const R: f64 = 0.15;
 
+    #[derive(Debug)]
     struct Run {
         max_strain: f64,
         deepest: f64,
@@ -683,6 +811,10 @@ mod tests {
         fail_safe_moved: u32,
         /// Repetitions of lines 4–6, summed over the steps.
         feedback_projections: u32,
+        /// Of `fail_safe_moved`, the nodes without contact rows.
+        fail_safe_moved_without_rows: u32,
+        /// Nodes given speculative rows, summed over the steps.
+        speculative_nodes: u32,
     }
 
     /// A 12 × 12 net of inextensible edges (spacing 5 cm) dropped onto a sphere obstacle of
@@ -693,6 +825,17 @@ mod tests {
 
     /// [`drop_on_sphere`] with `contact_rounds` repetitions of lines 4–6 allowed.
     fn drop_on_sphere_with(coupling: Coupling, integrator: Integrator, rounds: u32) -> Run {
+        drop_on_sphere_margin(coupling, integrator, rounds, 0.0)
+    }
+
+    /// The drop with [`IsometricSettings::contact_margin`] = `margin`; the analytic sphere
+    /// (whose tessellation the collision stage sees) is passed as a collider.
+    fn drop_on_sphere_margin(
+        coupling: Coupling,
+        integrator: Integrator,
+        rounds: u32,
+        margin: f64,
+    ) -> Run {
         let n = 12;
         let (mut x0, edges) = grid(n, 0.05, false);
         let half = 0.5 * 0.05 * (n - 1) as f64;
@@ -754,8 +897,15 @@ mod tests {
                 ..ProjectionSettings::default()
             },
             contact_rounds: rounds,
+            contact_margin: margin,
             ..IsometricSettings::default()
         };
+        let colliders = [ColliderView {
+            shape: Shape::Sphere { radius: R as f32 },
+            pose: Pose::IDENTITY,
+            motion: Motion::default(),
+            friction: 0.3,
+        }];
         let nv = x0.len();
         let mass = vec![0.01; nv];
         let inv_mass = vec![100.0; nv];
@@ -771,6 +921,8 @@ mod tests {
             second_converged: 0,
             fail_safe_moved: 0,
             feedback_projections: 0,
+            fail_safe_moved_without_rows: 0,
+            speculative_nodes: 0,
         };
         let mut c = vec![0.0; set.len()];
         for _ in 0..60 {
@@ -788,12 +940,15 @@ mod tests {
                 &settings,
                 &collision,
                 &obstacles,
+                &colliders,
                 &mass,
                 &inv_mass,
                 &mut x,
                 &mut v,
                 &mut || false,
             );
+            run.fail_safe_moved_without_rows += rep.fail_safe_moved_without_rows;
+            run.speculative_nodes += rep.speculative_nodes;
             if let Some(s) = rep.second {
                 run.second_solves += 1;
                 run.second_converged += u32::from(s.converged);
@@ -816,6 +971,35 @@ mod tests {
             }
         }
         run
+    }
+
+    /// Speculative rows ([`IsometricSettings::contact_margin`]): nodes near the sphere that
+    /// line 3 did not touch get released rows on its tangent plane, so line 5 cannot drag them
+    /// into the sphere and line 6 has none of them to move.
+    #[test]
+    fn speculative_rows_leave_the_fail_safe_no_node_without_rows() {
+        let plain =
+            drop_on_sphere_margin(Coupling::Simultaneous, Integrator::BackwardEuler, 0, 0.0);
+        let spec =
+            drop_on_sphere_margin(Coupling::Simultaneous, Integrator::BackwardEuler, 0, 0.01);
+        for (name, r) in [("plain", &plain), ("speculative", &spec)] {
+            eprintln!(
+                "{name}: line 6 moved {} ({} without rows), speculative nodes {}, strain {:.2e}, deepest {:.4}, line 5 converged {}/{}",
+                r.fail_safe_moved,
+                r.fail_safe_moved_without_rows,
+                r.speculative_nodes,
+                r.max_strain,
+                r.deepest,
+                r.second_converged,
+                r.second_solves
+            );
+        }
+        assert_eq!(plain.speculative_nodes, 0);
+        assert!(spec.speculative_nodes > 0, "{spec:?}");
+        assert!(plain.fail_safe_moved_without_rows > 0, "{plain:?}");
+        assert_eq!(spec.fail_safe_moved_without_rows, 0, "{spec:?}");
+        assert!(spec.deepest > R - 1e-3, "{spec:?}");
+        assert_eq!(spec.second_converged, spec.second_solves, "{spec:?}");
     }
 
     #[test]
@@ -1080,6 +1264,7 @@ mod wang_model_tests {
                 settings,
                 &collision,
                 &ObstacleMeshes::NONE,
+                &[],
                 &self.mass,
                 &self.inv_mass,
                 &mut self.x,

@@ -52,7 +52,7 @@
 use glam::{DVec3, Vec3};
 
 use super::bdf2::Integrator;
-use super::contact::PinTarget;
+use super::contact::{ColliderView, PinTarget};
 use super::isometric::{
     BendingRows, IsometricReport, IsometricSettings, IsometricStepper, ProjectionTotals,
 };
@@ -338,6 +338,7 @@ impl IsometricCloth {
         pins: &[PinTarget],
         collision: &CollisionSettings,
         obstacles: &ObstacleMeshes<'_>,
+        colliders: &[ColliderView],
         newton_cap: u32,
         pcg_cap: u32,
         should_stop: &mut dyn FnMut() -> bool,
@@ -398,6 +399,7 @@ impl IsometricCloth {
             &settings,
             &collision,
             obstacles,
+            colliders,
             &self.mass,
             &self.inv_mass,
             &mut self.x,

@@ -187,6 +187,10 @@ pub struct ContactRow {
     /// the same vertex that follow it in the pool (its tangents). `false`: an equality row
     /// (the thesis's eq. 3.26 as printed), or a tangent.
     pub unilateral: bool,
+    /// A speculative unilateral row (a node near an obstacle that the collision stage did not
+    /// move): it starts the projection released when its vertex lies in front of its plane.
+    /// Other rows start active.
+    pub speculative: bool,
 }
 
 impl ContactRow {
@@ -560,7 +564,7 @@ impl GaussNewtonProjection {
                 &mut self.diag[self.topo.family_rows[i]..self.topo.family_rows[i + 1]],
             );
         }
-        self.contact_active.fill(true);
+        self.start_active_set(x);
         self.contact_toggles.fill(0);
         self.refresh_contact_diagonal();
         // At least one solve when soft or residual rows exist: a feasible start is not the
@@ -892,6 +896,27 @@ impl GaussNewtonProjection {
             .zip(&self.contact_active)
         {
             *d = if on { c.compliance.max(0.0) } else { 1.0 };
+        }
+    }
+
+    /// The active set at the start iterate `x⁽⁰⁾`: a speculative unilateral normal row
+    /// ([`ContactRow::speculative`]) starts released when its vertex lies strictly in front of
+    /// its plane (`n · x⁽⁰⁾ > n · x_c`), and is taken when the vertex reaches it
+    /// (**choice**, not in the thesis); the rows that follow it on the same vertex (its
+    /// tangents) start as it does; every other row starts active.
+    fn start_active_set(&mut self, x: &[DVec3]) {
+        let mut owner: Option<(u32, bool)> = None;
+        for (c, active) in self.contacts.iter().zip(&mut self.contact_active) {
+            *active = if c.unilateral {
+                let on = !c.speculative || c.direction.dot(x[c.vertex as usize]) <= c.target;
+                owner = Some((c.vertex, on));
+                on
+            } else {
+                match owner {
+                    Some((v, on)) if v == c.vertex => on,
+                    _ => true,
+                }
+            };
         }
     }
 
@@ -1319,6 +1344,7 @@ mod tests {
             target: 0.0,
             compliance: 0.0,
             unilateral: false,
+            speculative: false,
         });
         proj.push_contact(ContactRow {
             vertex: 5,
@@ -1326,6 +1352,7 @@ mod tests {
             target: 0.0,
             compliance: 1e-3,
             unilateral: false,
+            speculative: false,
         });
         let n_set = set.len();
         let rows = proj.num_cloth_rows() + 2;
@@ -1818,6 +1845,7 @@ mod tests {
                 target: 0.0,
                 compliance: 0.0,
                 unilateral: false,
+                speculative: false,
             });
         }
         assert_eq!(proj.contact_overflows(), 1);
@@ -1874,6 +1902,7 @@ mod tests {
             target: 0.0,
             compliance: 0.0,
             unilateral,
+            speculative: false,
         };
         let tangent = ContactRow {
             vertex: 4,
@@ -1881,6 +1910,7 @@ mod tests {
             target: 0.35,
             compliance: 1e-3,
             unilateral: false,
+            speculative: false,
         };
         let solve = |rows: &[ContactRow]| {
             let family = RowFamily {

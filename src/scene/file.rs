@@ -205,6 +205,10 @@ pub struct IsometricSolverSection {
     /// `integrate::isometric` module doc).
     #[serde(default)]
     pub contact_rounds: u32,
+    /// Speculative contact rows: nodes within thickness + this distance (m) of an analytic
+    /// collider get a unilateral row on its tangent plane (0: none; `integrate::isometric`).
+    #[serde(default)]
+    pub contact_margin: f64,
 }
 
 impl Default for IsometricSolverSection {
@@ -226,6 +230,7 @@ impl Default for IsometricSolverSection {
             contacts: ContactRowsKind::default(),
             strain_test: StrainTestKind::default(),
             contact_rounds: 0,
+            contact_margin: 0.0,
         }
     }
 }

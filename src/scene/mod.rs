@@ -1148,6 +1148,7 @@ fn isometric_budget(
         ("conforming_compliance", s.conforming_compliance),
         ("proximal_weight", s.proximal_weight),
         ("contact_compliance", s.contact_compliance),
+        ("contact_margin", s.contact_margin),
     ] {
         if !(v.is_finite() && v >= 0.0) {
             return Err((key, format!("must be finite and >= 0, got {v}")));
@@ -1238,6 +1239,7 @@ fn isometric_desc(
             friction_compliance: Some(s.friction_compliance),
             contact_compliance: s.contact_compliance,
             contact_rounds: s.contact_rounds,
+            contact_margin: s.contact_margin,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },

@@ -378,6 +378,11 @@ int main(int argc, char **argv) {
       bad.isometric.contact_compliance = (double)inf;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
       bad = iso;
+      bad.isometric.contact_margin = -1e-2;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.isometric.contact_margin = (double)nan;
+      EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_NON_FINITE);
+      bad = iso;
       bad.isometric.bending_stiffness = -1e-5;
       EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
       bad.isometric.bending_stiffness = (double)-inf;
