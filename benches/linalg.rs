@@ -12,9 +12,13 @@
 //!   row offsets ignored). The `memcpy` copies that many bytes, so it moves twice as much
 //!   memory (read + write): the ratio of the two throughputs bounds what a bandwidth-bound
 //!   SpMV could gain.
-//! - `pcg`: one filtered PCG solve from a cold start (the top row pinned), per size and
-//!   thread count; the only work inside the closure besides the solve is zeroing `dv`.
+//! - `pcg`: one filtered PCG solve from a cold start (the top row pinned), per size, thread
+//!   count and preconditioner (`jacobi`, `sgs`, `ic0`); the only work inside the closure
+//!   besides the solve is zeroing `dv`. The iteration counts are printed.
 //! - `block_jacobi_update`: the preconditioner's 3×3 inversions, per size and thread count.
+//! - `block_ldl`: building (`factor-ic0`, `factor-sgs`) and applying (`apply`, one forward,
+//!   diagonal and backward solve, sequential) the incomplete block factor, beside `spmv` at
+//!   one thread: the cost of one preconditioned iteration against the product.
 //!
 //! Requires the `[[bench]] name = "linalg", harness = false` entry in Cargo.toml.
 
@@ -24,8 +28,16 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::{Mat3, Vec3};
 use weft::linalg::{
-    BlockCsr, BlockJacobi, BlockPattern, Filter, PcgSettings, PcgWorkspace, solve_filtered_pcg,
+    BlockCsr, BlockJacobi, BlockPattern, Filter, IncompleteBlockLdl, PcgSettings, PcgWorkspace,
+    Preconditioner, solve_filtered_pcg,
 };
+
+/// The preconditioners benched, with their labels.
+const PRECONDITIONERS: [(&str, Preconditioner); 3] = [
+    ("jacobi", Preconditioner::BlockJacobi),
+    ("sgs", Preconditioner::BlockSgs),
+    ("ic0", Preconditioner::BlockIc0),
+];
 
 /// Grid sides (vertices per side).
 const SIDES: [usize; 2] = [65, 101];
@@ -160,44 +172,76 @@ fn bench_pcg(c: &mut Criterion) {
             max_iterations: 1000,
             tolerance: 1e-4,
         };
-        let mut ws = PcgWorkspace::new(n);
-        let mut dv = vec![Vec3::ZERO; n];
-        let report = solve_filtered_pcg(
-            &a,
-            &b,
-            &z,
-            &filters,
-            &settings,
-            &mut ws,
-            &mut dv,
-            &mut |_| false,
-        );
-        println!("pcg {side}x{side}: {report:?}");
-        let label = format!("{side}x{side}");
-        for threads in thread_counts() {
-            let pool = pool(threads);
-            group.bench_with_input(
-                BenchmarkId::new(format!("pcg/{threads}t"), &label),
-                &side,
-                |bench, _| {
-                    pool.install(|| {
-                        bench.iter(|| {
-                            dv.fill(Vec3::ZERO);
-                            solve_filtered_pcg(
-                                &a,
-                                black_box(&b),
-                                &z,
-                                &filters,
-                                &settings,
-                                &mut ws,
-                                &mut dv,
-                                &mut |_| false,
-                            )
-                        })
-                    })
-                },
+        for (name, kind) in PRECONDITIONERS {
+            let mut ws = PcgWorkspace::with_preconditioner(a.pattern(), kind);
+            let mut dv = vec![Vec3::ZERO; n];
+            let report = solve_filtered_pcg(
+                &a,
+                &b,
+                &z,
+                &filters,
+                &settings,
+                &mut ws,
+                &mut dv,
+                &mut |_| false,
             );
+            println!("pcg {side}x{side} {name}: {report:?}");
+            let label = format!("{side}x{side}");
+            for threads in thread_counts() {
+                let pool = pool(threads);
+                group.bench_with_input(
+                    BenchmarkId::new(format!("pcg-{name}/{threads}t"), &label),
+                    &side,
+                    |bench, _| {
+                        pool.install(|| {
+                            bench.iter(|| {
+                                dv.fill(Vec3::ZERO);
+                                solve_filtered_pcg(
+                                    &a,
+                                    black_box(&b),
+                                    &z,
+                                    &filters,
+                                    &settings,
+                                    &mut ws,
+                                    &mut dv,
+                                    &mut |_| false,
+                                )
+                            })
+                        })
+                    },
+                );
+            }
         }
+    }
+    group.finish();
+}
+
+fn bench_block_ldl(c: &mut Criterion) {
+    let mut group = c.benchmark_group("linalg/block_ldl");
+    for side in SIDES {
+        let a = grid_system(side);
+        let n = a.num_rows();
+        let filters = vec![Filter::Free; n];
+        let mut ldl = IncompleteBlockLdl::new(a.pattern());
+        let label = format!("{side}x{side}");
+        for (name, kind) in [
+            ("factor-ic0", Preconditioner::BlockIc0),
+            ("factor-sgs", Preconditioner::BlockSgs),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, &label), &side, |bench, _| {
+                bench.iter(|| ldl.factor(black_box(&a), &filters, kind))
+            });
+        }
+        ldl.factor(&a, &filters, Preconditioner::BlockIc0);
+        let x = vector(n, 3);
+        let mut y = vec![Vec3::ZERO; n];
+        group.bench_with_input(BenchmarkId::new("apply", &label), &side, |bench, _| {
+            bench.iter(|| ldl.apply(black_box(&x), black_box(&mut y)))
+        });
+        let pool = pool(1);
+        group.bench_with_input(BenchmarkId::new("spmv", &label), &side, |bench, _| {
+            pool.install(|| bench.iter(|| a.mul_vec(black_box(&x), black_box(&mut y))))
+        });
     }
     group.finish();
 }
@@ -220,5 +264,11 @@ fn bench_block_jacobi(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_spmv, bench_pcg, bench_block_jacobi);
+criterion_group!(
+    benches,
+    bench_spmv,
+    bench_pcg,
+    bench_block_jacobi,
+    bench_block_ldl
+);
 criterion_main!(benches);

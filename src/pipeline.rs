@@ -287,6 +287,10 @@ fn advance(
         report.converged,
         report.indefinite,
     );
+    stats.add_preconditioner(
+        report.preconditioner_shift > 0.0,
+        report.preconditioner_fallback,
+    );
     let t = lap(stats, Stage::Solve, t);
     z.end();
     let z = profile::zone(Stage::Finish);

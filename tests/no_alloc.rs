@@ -162,6 +162,21 @@ fn drape_65_frames_do_not_allocate() {
 }
 
 #[test]
+fn drape_65_block_ic0_frames_do_not_allocate() {
+    // The block IC(0) preconditioner (`[solver] preconditioner`): factor storage is allocated
+    // with the cloth; refactoring, shifted retries and the triangular solves must not allocate.
+    let edit = |t: &str| {
+        assert!(t.contains("\n[solver]"));
+        t.replace("[solver]", "[solver]\npreconditioner = \"block-ic0\"")
+    };
+    let n = steady_state_allocations_edited("drape.toml", edit, 2, 20, 6);
+    assert_eq!(
+        n, 0,
+        "drape-65 block IC(0): {n} heap allocations in 6 frames"
+    );
+}
+
+#[test]
 fn drape_65_dihedral_imex_frames_do_not_allocate() {
     // Discrete-shell bending integrated IMEX (issue 7 item 2): the step-limit pass and the split of
     // substeps into pieces must not allocate either.

@@ -492,6 +492,8 @@ fn run(
     header.push_str(",arena_bytes");
     // Isometric: the largest red–red row strain (what strain_tolerance bounds).
     header.push_str(",row_strain");
+    // Baraff–Witkin: solves whose IC(0) needed a shift / fell back to block Jacobi.
+    header.push_str(",precond_shifted,precond_fallbacks");
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -696,6 +698,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
     )?;
     write!(w, ",{}", s.arena_bytes)?;
     write!(w, ",{:.6e}", s.row_strain)?;
+    write!(w, ",{},{}", s.precond_shifted, s.precond_fallbacks)?;
     writeln!(w)
 }
 

@@ -28,7 +28,7 @@ use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSetti
 use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
 use crate::integrate::isometric_cloth::{IsometricDesc, RestShape};
 use crate::integrate::projection::ProjectionSettings;
-use crate::linalg::PcgSettings;
+use crate::linalg::{PcgSettings, Preconditioner};
 use crate::mesh::TriMesh;
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use crate::model::wind::Wind;
@@ -1186,6 +1186,7 @@ impl weft_cloth_desc {
                     max_iterations: bw.cg_max_iterations,
                     tolerance: tol,
                 },
+                preconditioner: Preconditioner::default(),
             },
             pins: Vec::new(),
             pin_velocity: Vec3::ZERO,

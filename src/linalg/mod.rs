@@ -4,6 +4,8 @@
 //!   keep [`BlockSlot`]s so that assembly is an indexed add.
 //! - [`block_csr`]: [`BlockCsr`], `f32` 3×3 blocks on a shared pattern, and `y = A x`.
 //! - [`precond`]: [`BlockJacobi`], the inverse of the block diagonal (inverted in `f64`).
+//! - [`block_ldl`]: [`IncompleteBlockLdl`], block IC(0) and block symmetric Gauss–Seidel of
+//!   the filtered matrix on the same pattern (the [`Preconditioner`] choice of the PCG).
 //! - [`pcg`]: the per-vertex [`Filter`] (METHODS-bw-bridson eq. 2.15) and the modified PCG of
 //!   Baraff–Witkin ([`solve_filtered_pcg`], eq. 2.16), the unfiltered [`solve_pcg`] and the
 //!   constraint impulse of §2.7.
@@ -19,6 +21,7 @@
 #![deny(unsafe_code)]
 
 pub mod block_csr;
+pub mod block_ldl;
 pub mod csr;
 pub mod ic0;
 pub mod pattern;
@@ -28,6 +31,7 @@ pub mod reduce;
 pub mod scalar_pcg;
 
 pub use block_csr::BlockCsr;
+pub use block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
 pub use csr::SymCsr;
 pub use ic0::IncompleteCholesky;
 pub use pattern::{BlockPattern, BlockSlot};

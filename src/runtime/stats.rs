@@ -80,6 +80,11 @@ pub struct FrameStats {
     /// Wang 2012 eq. 3.1) at the end of the frame: what the strain tolerance bounds.
     /// `max_strain` is over every edge of the subdivided mesh, black–red edges included.
     pub row_strain: f64,
+    /// Baraff–Witkin solves whose block IC(0) preconditioner needed a diagonal shift after a
+    /// breakdown (`linalg::block_ldl`).
+    pub precond_shifted: u32,
+    /// Baraff–Witkin solves whose IC(0) broke down at every shift and that used block Jacobi.
+    pub precond_fallbacks: u32,
 }
 
 impl FrameStats {
@@ -133,6 +138,15 @@ impl FrameStats {
         self.base_strain_end_to_end = self.base_strain_end_to_end.max(o.base_strain_end_to_end);
         self.bending_energy += o.bending_energy;
         self.row_strain = self.row_strain.max(o.row_strain);
+        self.precond_shifted += o.precond_shifted;
+        self.precond_fallbacks += o.precond_fallbacks;
+    }
+
+    /// Folds one solve's preconditioner outcome in: whether its factorisation needed a shift,
+    /// and whether it fell back to block Jacobi.
+    pub fn add_preconditioner(&mut self, shifted: bool, fallback: bool) {
+        self.precond_shifted += u32::from(shifted);
+        self.precond_fallbacks += u32::from(fallback);
     }
 
     /// Folds one solve's outcome in.

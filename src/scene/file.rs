@@ -99,6 +99,9 @@ pub struct SolverSection {
     /// Jacobian treatment.
     #[serde(default)]
     pub jacobian: JacobianKind,
+    /// Preconditioner of the Baraff–Witkin filtered PCG.
+    #[serde(default)]
+    pub preconditioner: PreconditionerKind,
     /// Step control: largest relative stretch change per substep.
     #[serde(default = "default_stretch_change")]
     pub max_stretch_change: f32,
@@ -112,6 +115,19 @@ pub struct SolverSection {
     /// Settings of the isometric model (read when `model = "isometric"`).
     #[serde(default)]
     pub isometric: IsometricSolverSection,
+}
+
+/// `[solver] preconditioner`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreconditionerKind {
+    /// Inverse of the 3×3 block diagonal.
+    #[default]
+    BlockJacobi,
+    /// Block symmetric Gauss–Seidel of the filtered matrix.
+    BlockSgs,
+    /// Block incomplete Cholesky IC(0) of the filtered matrix.
+    BlockIc0,
 }
 
 /// `[solver] bending_integration`.
@@ -143,6 +159,7 @@ impl Default for SolverSection {
             cg_max_iterations: default_cg_max(),
             cg_tolerance: default_cg_tol(),
             jacobian: JacobianKind::default(),
+            preconditioner: PreconditionerKind::default(),
             max_stretch_change: default_stretch_change(),
             max_halvings: default_halvings(),
             bending_integration: BendingIntegrationKind::default(),

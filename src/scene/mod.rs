@@ -23,7 +23,7 @@ use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
 use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSettings, RestAngles};
 use crate::integrate::isometric_cloth::IsometricDesc;
-use crate::linalg::PcgSettings;
+use crate::linalg::{PcgSettings, Preconditioner};
 use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file, tube};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use crate::runtime::budget::Budget;
@@ -932,6 +932,11 @@ fn cloth_desc(
         pcg: PcgSettings {
             max_iterations: sf.solver.cg_max_iterations,
             tolerance: sf.solver.cg_tolerance,
+        },
+        preconditioner: match sf.solver.preconditioner {
+            file::PreconditionerKind::BlockJacobi => Preconditioner::BlockJacobi,
+            file::PreconditionerKind::BlockSgs => Preconditioner::BlockSgs,
+            file::PreconditionerKind::BlockIc0 => Preconditioner::BlockIc0,
         },
     };
     let cs = &c.collision;
