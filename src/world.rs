@@ -557,6 +557,10 @@ pub struct World {
     /// cloths: `obstacle_friction`, except on analytic colliders' tessellations, which carry the
     /// collider's own coefficient (an isometric cloth has no analytic contact filters to apply it).
     obstacle_contact_friction: Vec<f32>,
+    /// Per obstacle vertex: it belongs to the tessellation of a curved analytic collider
+    /// ([`Shape::repels_from_surface`]), whose repulsion the collision stage takes from the exact surface
+    /// ([`ObstacleMeshes::analytic`]).
+    obstacle_analytic: Vec<bool>,
     /// Keyframe tracks driving colliders and obstacle meshes.
     tracks: Vec<(Animated, Track)>,
     clock: Arc<dyn Clock>,
@@ -588,6 +592,7 @@ impl World {
             obstacle_friction: Vec::new(),
             obstacle_thickness: Vec::new(),
             obstacle_contact_friction: Vec::new(),
+            obstacle_analytic: Vec::new(),
             tracks: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
@@ -699,6 +704,7 @@ impl World {
             .resize(offset + n, obstacle.desc.thickness);
         self.obstacle_contact_friction
             .resize(offset + n, obstacle.desc.friction.max(0.0));
+        self.obstacle_analytic.resize(offset + n, false);
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
         for c in &mut self.cloths {
@@ -736,7 +742,11 @@ impl World {
     /// impulses never push a layer into it). The tessellation lies inside the
     /// analytic surface (by at most about 0.34 mm for a 0.3 m sphere: the largest
     /// face-centre gap of the level-4 icosphere, growing with the radius), so the two
-    /// agree on which side the cloth is.
+    /// agree on which side the cloth is. The collision stage's repulsion and
+    /// friction meet a sphere or capsule ([`Shape::repels_from_surface`]) through
+    /// its exact surface, vertex by vertex (`ObstacleMeshes::analytic`), and its
+    /// tessellation only in the CCD rounds and impact zones; a plane's or box's
+    /// tessellation takes part in all three.
     pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
         let mesh = tessellate(&desc.shape)?;
         // Friction 0 on the tessellation: the solve's contact filters apply
@@ -751,7 +761,8 @@ impl World {
             thickness: 0.0,
         })?;
         let range = self.obstacles[obstacle].offset..self.obstacle_x0.len();
-        self.obstacle_contact_friction[range].fill(desc.friction.max(0.0));
+        self.obstacle_contact_friction[range.clone()].fill(desc.friction.max(0.0));
+        self.obstacle_analytic[range].fill(desc.shape.repels_from_surface());
         self.colliders.push(Collider {
             desc,
             pose: desc.pose,
@@ -908,13 +919,18 @@ impl World {
                 x0: &self.obstacle_x0,
                 x1: &self.obstacle_x1,
                 friction: &self.obstacle_friction,
+                analytic: &self.obstacle_analytic,
+                colliders: &self.collider_views,
                 s0: 0.0,
                 s1: 1.0,
             };
             // Isometric cloths have no analytic contact filters: the collision stage applies
             // the colliders' friction on their tessellations.
+            // They also repel from the tessellations (no vertex–surface proximity).
             let obstacles_isometric = ObstacleMeshes {
                 friction: &self.obstacle_contact_friction,
+                analytic: &[],
+                colliders: &[],
                 ..obstacles
             };
             // The cloths are independent within a substep (no contact
@@ -1141,7 +1157,8 @@ impl World {
         self.obstacle_x1.drain(range.clone());
         self.obstacle_friction.drain(range.clone());
         self.obstacle_thickness.drain(range.clone());
-        self.obstacle_contact_friction.drain(range);
+        self.obstacle_contact_friction.drain(range.clone());
+        self.obstacle_analytic.drain(range);
         let tris = first_tri..first_tri + o.desc.mesh.num_triangles();
         self.obstacle_tris.drain(tris);
         let shift = n as u32;

@@ -11,6 +11,9 @@
 //!    self-collision it lowered the largest strain from 59% to 33%);
 //! 2. repulsion and friction for every pair closer than the thickness η at x^n
 //!    (§3.4–3.8): an inelastic impulse, a capped spring impulse, Coulomb friction;
+//!    against a curved analytic collider (sphere, capsule), for every cloth vertex closer than η
+//!    to its exact surface instead of its tessellation's pairs
+//!    ([`ObstacleMeshes::analytic`], `ClothCollision::repel_analytic`);
 //! 3. up to `ccd_rounds` rounds of continuous collision detection (§3.9) with
 //!    inelastic impulses that keep a minimum separation;
 //! 4. rigid impact zones (§3.10), merged until no collision remains: the
@@ -79,6 +82,7 @@ use super::ccd::{
 use super::impact_zones::ImpactZones;
 use super::proximity::{proximity_edge_edge, proximity_point_triangle};
 use super::response::{self, Stencil};
+use super::shapes::ColliderView;
 use super::smoothing::{SmoothingReport, VelocitySmoother};
 use super::strain_limit::{StrainLimit, StrainLimiter};
 
@@ -240,6 +244,15 @@ pub struct ObstacleMeshes<'a> {
     /// tessellation of an analytic collider, whose friction the solve's
     /// contact filters already apply: counting it here too would double it).
     pub friction: &'a [f32],
+    /// Per obstacle vertex: true when it belongs to the tessellation of one of
+    /// `colliders` with a curved shape ([`Shape::repels_from_surface`](super::shapes::Shape::repels_from_surface)). Such triangles
+    /// take part in the CCD rounds and impact zones only; the repulsion meets
+    /// the collider's exact surface instead (vertex–surface proximity, see
+    /// [`ClothCollision::resolve_in`]). Empty: every triangle is repelled.
+    pub analytic: &'a [bool],
+    /// The analytic colliders at the start of the world's substep (their
+    /// poses at `s0` follow from their motions).
+    pub colliders: &'a [ColliderView],
     /// Start of the covered part, as a fraction of the substep.
     pub s0: f32,
     /// End of the covered part.
@@ -252,6 +265,8 @@ impl ObstacleMeshes<'_> {
         x0: &[],
         x1: &[],
         friction: &[],
+        analytic: &[],
+        colliders: &[],
         s0: 0.0,
         s1: 1.0,
     };
@@ -588,7 +603,13 @@ impl ClothCollision {
         let mut candidates = ArenaVec::with_capacity_in(self.candidates_high_water, arena);
         let mut found = ArenaVec::with_capacity_in(self.candidates_high_water, arena);
         // 2. Repulsion and friction at x^n.
-        self.find_candidates(&mut candidates, settings, Reach::Proximity, &mut stats);
+        self.find_candidates(
+            &mut candidates,
+            settings,
+            Reach::Proximity,
+            obstacles.analytic,
+            &mut stats,
+        );
         // Detection reads x^n only, so it runs in parallel; the impulses are
         // applied serially in candidate order, as before (same result).
         {
@@ -615,6 +636,17 @@ impl ClothCollision {
             if self.repel(c, settings, h) {
                 stats.proximity_pairs += 1;
             }
+        }
+        // The curved analytic colliders' exact surfaces, after the pairs above
+        // (as their tessellations' pairs came after the cloth–cloth ones).
+        if !obstacles.colliders.is_empty() {
+            let span = obstacles.s1 - obstacles.s0;
+            let t0 = if obstacles.s0 > 0.0 && span > 0.0 {
+                obstacles.s0 * h / span
+            } else {
+                0.0
+            };
+            stats.proximity_pairs += self.repel_analytic(obstacles.colliders, t0, settings, h);
         }
         stats.times.proximity_ms += lap_ms(&mut clock);
 
@@ -756,11 +788,17 @@ impl ClothCollision {
     /// impulse of the same round touched; a culled one is not re-tested in
     /// that round, as a pair of disjoint triangle boxes never was: the next
     /// round, or the impact zones, find it from its new velocities.)
+    ///
+    /// `leave_out` (per obstacle vertex, or empty) marks obstacle triangles
+    /// (by their first vertex) this search skips: the curved analytic
+    /// colliders' tessellations in the proximity search
+    /// ([`ObstacleMeshes::analytic`]).
     fn find_candidates(
         &mut self,
         candidates: &mut ArenaVec<'_, Candidate>,
         settings: &CollisionSettings,
         reach: Reach,
+        leave_out: &[bool],
         stats: &mut CollisionStats,
     ) {
         let n = self.n;
@@ -850,6 +888,15 @@ impl ClothCollision {
                     eta_o,
                     &mut self.obstacle_boxes,
                 );
+                // Left-out triangles get empty boxes: the refit tree skips
+                // them (a subtree of empty boxes has an empty box).
+                if !leave_out.is_empty() {
+                    for (b, t) in self.obstacle_boxes.iter_mut().zip(&self.obstacle_tris) {
+                        if leave_out[t[0] as usize] {
+                            *b = Aabb::EMPTY;
+                        }
+                    }
+                }
             }
             edge_boxes(
                 points,
@@ -890,6 +937,80 @@ impl ClothCollision {
 
     fn positions(&self, c: &Candidate, x: &[Vec3]) -> [DVec3; 4] {
         c.verts.map(|i| x[i as usize].as_dvec3())
+    }
+
+    /// Vertex–surface proximity against the curved analytic `colliders`
+    /// ([`Shape::repels_from_surface`](super::shapes::Shape::repels_from_surface)), placed at `t0` seconds into their substep:
+    /// repulsion and friction for every free cloth vertex closer than η to a
+    /// collider's surface at x^n. Bridson 2002, METHODS-bw-bridson eq.
+    /// 3.11–3.13 through eq. 3.10 ([`response::repel_point_surface`]).
+    /// Returns the number of close vertex–collider pairs.
+    ///
+    /// Choices the sources leave open:
+    /// - **The surface, not its tessellation.** Distance and normal come from
+    ///   the shape ([`Shape::surface_point`](super::shapes::Shape::surface_point)); the obstacle side is the
+    ///   surface point nearest the vertex, of infinite mass, moving with the
+    ///   collider's velocity there ([`super::shapes::Motion::velocity_at`]).
+    ///   The overlap is `d = η − dist` with η the cloth's thickness: the
+    ///   offset the solve's contact filters hold the cloth at. The
+    ///   tessellation lies inside the surface (up to 0.34 mm for a 0.3 m
+    ///   sphere), so its own repulsion acted up to that much closer.
+    /// - **Vertices only.** For a sphere or capsule of radius r, an edge of
+    ///   length L whose ends are at the offset sags at most L²/(8r) closer
+    ///   (0.4 mm for drape-33's 3.1 cm edges on r = 0.3 m, a tenth of
+    ///   η = 4 mm), so edge–surface and face–surface tests are left out;
+    ///   the CCD rounds against the tessellation still keep every edge and
+    ///   face from crossing it. Planes and boxes keep their (exact)
+    ///   tessellation in the repulsion (see `Shape::repels_from_surface`).
+    /// - **Friction** with the pair coefficient √(μ_cloth μ_collider), as the
+    ///   contact filters use, on the repulsion's own normal change (eq. 3.13):
+    ///   a normal impulse the solve did not apply, so its Coulomb bound is not
+    ///   counted twice. (The tessellation's repulsion had no friction.)
+    /// - **Order.** After the cloth–cloth and obstacle-mesh pairs, collider by
+    ///   collider, vertex by vertex: fixed, so the result is deterministic.
+    fn repel_analytic(
+        &mut self,
+        colliders: &[ColliderView],
+        t0: f32,
+        settings: &CollisionSettings,
+        h: f32,
+    ) -> u32 {
+        let eta = settings.thickness;
+        let mut close = 0;
+        for col in colliders.iter().filter(|c| c.shape.repels_from_surface()) {
+            let pose = if t0 > 0.0 {
+                col.motion.advance(&col.pose, t0)
+            } else {
+                col.pose
+            };
+            let mu = (settings.friction.max(0.0) * col.friction.max(0.0)).sqrt();
+            for ((x, v), &w) in self.x0[..self.n]
+                .iter()
+                .zip(&mut self.v[..self.n])
+                .zip(&self.inv_mass[..self.n])
+            {
+                // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
+                // pair of infinite masses.
+                let sp = col.shape.surface_point(&pose, *x);
+                if w.is_nan() || w <= 0.0 || sp.distance.is_nan() || sp.distance >= eta {
+                    continue;
+                }
+                close += 1;
+                let contact = *x - sp.distance * sp.normal;
+                let vs = col.motion.velocity_at(pose.translation, contact);
+                response::repel_point_surface(
+                    v,
+                    w,
+                    vs,
+                    sp.normal,
+                    eta - sp.distance,
+                    h,
+                    settings.repulsion_stiffness,
+                    mu,
+                );
+            }
+        }
+        close
     }
 
     /// Repulsion + friction for one candidate if it is close at x^n
@@ -964,7 +1085,7 @@ impl ClothCollision {
         }
         self.v_tested.copy_from_slice(&self.v);
         self.update_end_positions(h);
-        self.find_candidates(candidates, settings, Reach::Swept, stats);
+        self.find_candidates(candidates, settings, Reach::Swept, &[], stats);
         // All candidates are tested in parallel against the velocities at the
         // start of the round; the serial pass then visits them in order and
         // re-tests a candidate only if an earlier impulse of this round
@@ -1039,7 +1160,7 @@ impl ClothCollision {
         stats: &mut CollisionStats,
     ) -> (u32, u32) {
         self.update_end_positions(h);
-        self.find_candidates(candidates, settings, Reach::Swept, stats);
+        self.find_candidates(candidates, settings, Reach::Swept, &[], stats);
         // Detection reads x^n and x1 only: parallel; the merges follow serially
         // in candidate order, as before.
         {
@@ -1468,6 +1589,7 @@ mod tests {
     use glam::Vec2;
 
     use super::*;
+    use crate::collide::shapes::{Motion, Pose, Shape};
     use crate::mesh::generate::{GridSpec, grid};
 
     /// A small deterministic generator in [-1, 1).
@@ -1625,7 +1747,7 @@ mod tests {
             let expected: Vec<_> = all.iter().filter(|c| detected(c)).collect();
             let mut stats = CollisionStats::default();
             let mut list = ArenaVec::new_in(&arena);
-            cc.find_candidates(&mut list, &settings, reach, &mut stats);
+            cc.find_candidates(&mut list, &settings, reach, &[], &mut stats);
             let listed: HashSet<_> = list.iter().map(|c| key(c.kind, c.verts)).collect();
             assert_eq!(listed.len(), list.len(), "{reach:?}: a test listed twice");
             for kind in [Kind::PointTriangle, Kind::EdgeEdge] {
@@ -1686,6 +1808,8 @@ mod tests {
             x0: &floor,
             x1: &floor,
             friction: &[],
+            analytic: &[],
+            colliders: &[],
             s0: 0.0,
             s1: 1.0,
         };
@@ -1735,6 +1859,8 @@ mod tests {
             x0: &[],
             x1: &[],
             friction: &[],
+            analytic: &[],
+            colliders: &[],
             s0: 0.0,
             s1: 1.0,
         };
@@ -1742,5 +1868,230 @@ mod tests {
         assert!(stats.last_resort, "{stats:?}");
         assert!(stats.last_resort_stopped, "{stats:?}");
         assert!(v.iter().all(|w| *w == Vec3::ZERO), "{v:?}");
+    }
+
+    /// One free triangle: vertex 0 at `p`, the others 0.5 m farther out along
+    /// `normal` (never close to anything), masses 0.01 kg.
+    fn lone_triangle(p: Vec3, normal: Vec3, tangent: Vec3) -> (ClothCollision, Vec<Vec3>) {
+        let x = vec![p, p + 0.5 * normal, p + 0.5 * normal + 0.1 * tangent];
+        let tris = [[0, 1, 2]];
+        let edges = unique_edges(&tris);
+        let cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+        (cc, x)
+    }
+
+    /// Runs the stage (no CCD rounds needed: nothing crosses) on the lone
+    /// triangle against `colliders` over the part `[s0, 1]` of a substep;
+    /// returns vertex 0's new velocity and the close pairs.
+    fn repel_vertex(
+        p: Vec3,
+        normal: Vec3,
+        tangent: Vec3,
+        v0: Vec3,
+        colliders: &[ColliderView],
+        h: f32,
+        s0: f32,
+    ) -> (Vec3, u32) {
+        let (mut cc, x) = lone_triangle(p, normal, tangent);
+        let mass = [0.01; 3];
+        let inv_mass = [100.0; 3];
+        let mut v = vec![v0, Vec3::ZERO, Vec3::ZERO];
+        let obstacles = ObstacleMeshes {
+            colliders,
+            s0,
+            ..ObstacleMeshes::NONE
+        };
+        let settings = CollisionSettings::default();
+        let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+        assert_eq!(v[1], Vec3::ZERO);
+        assert_eq!(v[2], Vec3::ZERO);
+        (v[0], stats.proximity_pairs)
+    }
+
+    fn collider(shape: Shape, pose: Pose, motion: Motion) -> ColliderView {
+        ColliderView {
+            shape,
+            pose,
+            motion,
+            friction: 0.3,
+        }
+    }
+
+    /// A vertex 1 mm off a plane, sphere, capsule or box (η = 4 mm, so the overlap
+    /// is d = 3 mm), approaching at 1 m/s and sliding at 0.5 m/s, m = 0.01 kg,
+    /// h = 0.01 s, k = 100 N/m, μ = √(0.3 · 0.3): Bridson 2002 (METHODS eq.
+    /// 3.11–3.13) prescribes (a) the approach cancelled, (b) the spring change
+    /// min(hkd/m, 0.1 d/h) = min(0.3, 0.03) = 0.03 m/s outwards, then friction
+    /// removing μ Δv_N = 0.3 · 1.03 = 0.309 m/s of the slide. The stage applies
+    /// it for the sphere and the capsule; the plane and the box are left to
+    /// their tessellations (the vertex keeps its velocity), and
+    /// [`response::repel_point_surface`] with their surface points gives the
+    /// same prescribed change.
+    #[test]
+    fn vertex_near_a_smooth_collider_gets_bridsons_repulsion_and_friction() {
+        let pose = Pose {
+            translation: Vec3::new(0.1, 0.2, 0.3),
+            rotation: glam::Quat::from_rotation_z(0.3),
+        };
+        let cases = [
+            (Shape::Plane, Vec3::new(0.2, 0.0, -0.1), Vec3::Y, Vec3::X),
+            (
+                Shape::Sphere { radius: 0.3 },
+                0.3 * Vec3::new(1.0, 1.0, 0.0).normalize(),
+                Vec3::new(1.0, 1.0, 0.0).normalize(),
+                Vec3::Z,
+            ),
+            (
+                Shape::Capsule {
+                    radius: 0.1,
+                    half_length: 0.5,
+                },
+                Vec3::new(0.1, 0.2, 0.0),
+                Vec3::X,
+                Vec3::Y,
+            ),
+            (
+                Shape::Cuboid {
+                    half_extents: Vec3::new(0.2, 0.1, 0.3),
+                },
+                Vec3::new(0.05, 0.1, 0.1),
+                Vec3::Y,
+                Vec3::X,
+            ),
+        ];
+        for (shape, local_p, local_n, local_t) in cases {
+            let n = pose.rotation * local_n;
+            let t = pose.rotation * local_t;
+            let p = pose.transform_point(local_p) + 0.001 * n;
+            let v0 = -1.0 * n + 0.5 * t;
+            let col = collider(shape, pose, Motion::default());
+            let (v, close) = repel_vertex(p, n, t, v0, &[col], 0.01, 0.0);
+            let expected = 0.03 * n + (0.5 - 0.309) * t;
+            if shape.repels_from_surface() {
+                assert_eq!(close, 1, "{shape:?}");
+                assert!(
+                    v.abs_diff_eq(expected, 1e-5),
+                    "{shape:?}: {v} != {expected}"
+                );
+            } else {
+                assert_eq!((v, close), (v0, 0), "{shape:?}");
+            }
+            let sp = shape.surface_point(&pose, p);
+            let mut w = v0;
+            response::repel_point_surface(
+                &mut w,
+                100.0,
+                Vec3::ZERO,
+                sp.normal,
+                0.004 - sp.distance,
+                0.01,
+                100.0,
+                0.3,
+            );
+            assert!(
+                w.abs_diff_eq(expected, 1e-5),
+                "{shape:?}: {w} != {expected}"
+            );
+        }
+    }
+
+    /// Moving colliders: the obstacle side moves with the surface point
+    /// nearest the vertex. A sphere rising at 0.5 m/s under a resting vertex
+    /// 1 mm above its top: (a) 0.5 m/s, (b) + 0.03 m/s. A sphere (r = 0.3 m)
+    /// spinning at 0.02 rad/s about y under a resting vertex 1 mm off its
+    /// equator, whose surface slides at 6 mm/s there: (b) 0.03 m/s outwards,
+    /// and friction μ Δv_N = 9 mm/s ≥ 6 mm/s, so the vertex sticks (static
+    /// friction: it takes the surface's tangential velocity).
+    #[test]
+    fn moving_collider_pushes_and_drags_the_vertex() {
+        let rising = Motion {
+            linear_velocity: Vec3::new(0.0, 0.5, 0.0),
+            angular_velocity: Vec3::ZERO,
+        };
+        let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, rising);
+        let p = Vec3::new(0.0, 0.301, 0.0);
+        let (v, _) = repel_vertex(p, Vec3::Y, Vec3::X, Vec3::ZERO, &[ball], 0.01, 0.0);
+        assert!(v.abs_diff_eq(Vec3::new(0.0, 0.53, 0.0), 1e-6), "{v}");
+
+        let spin = Motion {
+            linear_velocity: Vec3::ZERO,
+            angular_velocity: Vec3::new(0.0, 0.02, 0.0),
+        };
+        let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, spin);
+        let p = Vec3::new(0.301, 0.0, 0.0);
+        let (v, close) = repel_vertex(p, Vec3::X, Vec3::Z, Vec3::ZERO, &[ball], 0.01, 0.0);
+        assert_eq!(close, 1);
+        assert!(v.abs_diff_eq(Vec3::new(0.03, 0.0, -0.006), 1e-6), "{v}");
+    }
+
+    /// Over the part [s0, 1] of a substep (step control, IMEX pieces) the
+    /// collider stands where its motion has taken it at s0: a sphere rising at
+    /// 1 m/s over a 10 ms substep is 5 mm up at s0 = 0.5 (the part lasts
+    /// h = 5 ms), so a vertex 7.5 mm above its top is 2.5 mm off it, within η; at the
+    /// start of the substep it is 7.5 mm off, out of reach.
+    #[test]
+    fn collider_pose_follows_the_covered_part_of_the_substep() {
+        let rising = Motion {
+            linear_velocity: Vec3::new(0.0, 1.0, 0.0),
+            angular_velocity: Vec3::ZERO,
+        };
+        let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, rising);
+        let p = Vec3::new(0.0, 0.3075, 0.0);
+        let v0 = Vec3::new(0.0, 1.0, 0.0);
+        let (_, close) = repel_vertex(p, Vec3::Y, Vec3::X, v0, &[ball], 0.01, 0.0);
+        assert_eq!(close, 0);
+        let (v, close) = repel_vertex(p, Vec3::Y, Vec3::X, v0, &[ball], 0.005, 0.5);
+        assert_eq!(close, 1);
+        // Moving with the sphere: no inelastic part; the spring adds
+        // min(hkd/m, 0.1 d/h) = min(0.075, 0.03) with d = 1.5 mm, h = 5 ms.
+        assert!(v.abs_diff_eq(Vec3::new(0.0, 1.03, 0.0), 1e-5), "{v}");
+    }
+
+    /// With the sphere's tessellation flagged as the collider's, the proximity
+    /// search leaves it out: a small sheet resting 2 mm above the sphere's top
+    /// has exactly one close pair per vertex (the vertex–surface pairs), not
+    /// the vertex–triangle and edge–edge pairs of the tessellation, and every
+    /// vertex gets the capped spring 0.1 d/h along its own normal.
+    #[test]
+    fn curved_collider_tessellation_is_left_out_of_the_proximity_search() {
+        let r = 0.3;
+        let (x, tris) = sheet(4, 0.02, r + 0.002);
+        let ball = crate::mesh::icosphere(r, 4).unwrap();
+        let edges = unique_edges(&tris);
+        let mass = vec![0.01; x.len()];
+        let inv_mass = vec![100.0; x.len()];
+        let shape = Shape::Sphere { radius: r };
+        let sphere = collider(shape, Pose::IDENTITY, Motion::default());
+        let flags = vec![true; ball.positions.len()];
+        let settings = CollisionSettings::default();
+        let h = 0.01;
+        let run = |analytic: &[bool], colliders: &[ColliderView]| {
+            let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+            cc.set_obstacles(&ball.triangles, &ball.positions);
+            let mut v = vec![Vec3::ZERO; x.len()];
+            let obstacles = ObstacleMeshes {
+                x0: &ball.positions,
+                x1: &ball.positions,
+                friction: &[],
+                analytic,
+                colliders,
+                s0: 0.0,
+                s1: 1.0,
+            };
+            let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+            (v, stats.proximity_pairs)
+        };
+        let (v, close) = run(&flags, &[sphere]);
+        assert_eq!(close as usize, x.len());
+        for (p, w) in x.iter().zip(&v) {
+            let sp = shape.surface_point(&Pose::IDENTITY, *p);
+            let expected = (0.1 * (0.004 - sp.distance) / h) * sp.normal;
+            assert!(w.abs_diff_eq(expected, 1e-5), "{w} != {expected}");
+        }
+        let (_, tessellation_pairs) = run(&[], &[]);
+        assert!(
+            tessellation_pairs as usize > x.len(),
+            "{tessellation_pairs}"
+        );
     }
 }

@@ -441,6 +441,86 @@ fn apply_friction(s: &Stencil, budget: f64, v: &mut [Vec3], inv_mass: &[f32]) ->
     }
 }
 
+/// Repulsion of one vertex close to an immovable surface, then Coulomb friction: [`repel`] for a pair
+/// whose first side is a point of an analytic collider's surface (infinite mass, moving with the
+/// collider) and whose second side is the vertex. Bridson 2002, METHODS-bw-bridson eq. 3.11–3.12 (adopted
+/// form) and eq. 3.13, applied through eq. 3.10.
+///
+/// Symbols: `vi` the vertex's `v^{n+1/2}` (m/s), `inv_mass = w` (1/kg; `w ≤ 0` or NaN: infinite mass, the
+/// pair is skipped as eq. 3.10 prescribes), `surface_velocity = v_s` the velocity of the surface point
+/// nearest the vertex (m/s), `normal = n̂` the outward unit normal there (from the surface toward the
+/// vertex), `overlap_d = d = η − dist` (m, eq. 3.11 with the signed distance of the vertex at `x^n`),
+/// `h`, `stiffness = k`, `mu = μ` as in [`repel`].
+///
+/// With the first side's inverse mass 0, eq. 3.10 reduces to `J = Δ / w` and `v_i += Δ n̂`: the relative
+/// velocity `v_i − v_s` changes by exactly `Δ`, and `2hkd/m̄ = hkd w` (the spring impulse `hkd` on the
+/// vertex alone). So, with `v_N = n̂ · (v_i − v_s)`:
+///
+/// 1. inelastic: if `v_N < 0`, `v_i += −v_N n̂`;
+/// 2. spring, for `d > 0`: recompute `v_N`; if `v_N < 0.1 d/h`, `v_i += min(hkdw, 0.1 d/h − v_N) n̂`;
+/// 3. friction with `Δv_N` = the total normal change: remove `min(μ Δv_N, |v_T|)` of the tangential
+///    relative velocity `v_T`.
+///
+/// These are the same changes [`repel`] makes for a vertex against a triangle of infinite-mass vertices
+/// that all move at `v_s` (a unit test checks it).
+#[allow(clippy::too_many_arguments)]
+pub fn repel_point_surface(
+    vi: &mut Vec3,
+    inv_mass: f32,
+    surface_velocity: Vec3,
+    normal: Vec3,
+    overlap_d: f32,
+    h: f32,
+    stiffness: f32,
+    mu: f32,
+) -> RepulsionOutcome {
+    let mut out = RepulsionOutcome::default();
+    let n = normal.as_dvec3().normalize_or_zero();
+    let w = f64::from(inv_mass);
+    if n == DVec3::ZERO || !exceeds(w, 0.0) {
+        return out;
+    }
+    let vs = surface_velocity.as_dvec3();
+    let add = |vi: &mut Vec3, delta: DVec3| *vi = (vi.as_dvec3() + delta).as_vec3();
+    let mut dvn = 0.0;
+    // (a) Inelastic part.
+    let vn = n.dot(vi.as_dvec3() - vs);
+    if vn < 0.0 {
+        add(vi, -vn * n);
+        dvn -= vn;
+        out.inelastic = (-vn) as f32;
+    }
+    // (b) Capped spring part.
+    let d = f64::from(overlap_d);
+    let h = f64::from(h);
+    if d > 0.0 && h > 0.0 {
+        let vn = n.dot(vi.as_dvec3() - vs);
+        let limit = REPULSION_OVERLAP_FRACTION * d / h;
+        if vn < limit {
+            let delta = (h * f64::from(stiffness) * d * w).min(limit - vn);
+            if delta > 0.0 && delta.is_finite() {
+                add(vi, delta * n);
+                dvn += delta;
+                out.spring = delta as f32;
+            }
+        }
+    }
+    // Friction with the total normal change.
+    let budget = f64::from(mu) * dvn;
+    if exceeds(budget, 0.0) {
+        let rel = vi.as_dvec3() - vs;
+        let vt = rel - n * n.dot(rel);
+        let speed = vt.length();
+        if exceeds(speed, 0.0) {
+            let removed = budget.min(speed);
+            add(vi, -removed / speed * vt);
+            out.friction = removed as f32;
+            out.sticking = budget >= speed;
+        }
+    }
+    out
+}
+
 /// Inelastic collision impulse with minimum separation, then optional friction. Bridson 2002,
 /// METHODS-bw-bridson §3.9 (collision impulse, minimum separation; *derived* form), applied with eq. 3.10;
 /// friction eq. 3.13.
@@ -974,5 +1054,43 @@ mod tests {
             0.0
         );
         assert_eq!(v, before);
+    }
+
+    /// [`repel_point_surface`] is [`repel`] for a vertex against a triangle of infinite-mass vertices all
+    /// moving at the surface velocity: random velocities, normals, weights, overlaps and masses.
+    #[test]
+    fn point_surface_repulsion_is_repel_against_an_immovable_moving_triangle() {
+        let mut rng = Rng::new(0x05ee_da11);
+        for case in 0..2000 {
+            let normal = rng.unit().as_vec3();
+            let vs = (rng.unit() * rng.range(0.0, 2.0)).as_vec3();
+            let v0 = (rng.unit() * rng.range(0.0, 2.0)).as_vec3();
+            let w = rng.range(0.1, 500.0) as f32;
+            let d = rng.range(-0.002, 0.004) as f32;
+            let h = rng.range(0.001, 0.02) as f32;
+            let mu = rng.range(0.0, 1.0) as f32;
+            let w1 = rng.range(0.0, 1.0);
+            let w2 = rng.range(0.0, 1.0 - w1);
+            let s =
+                Stencil::point_triangle([0, 1, 2], 3, [w1, w2, 1.0 - w1 - w2], normal.as_dvec3());
+            let mut v = [vs, vs, vs, v0];
+            let inv_mass = [0.0, 0.0, 0.0, w];
+            let expected = repel(&s, d, h, 100.0, mu, &mut v, &inv_mass);
+            let mut vi = v0;
+            let got = repel_point_surface(&mut vi, w, vs, normal, d, h, 100.0, mu);
+            assert!(vi.abs_diff_eq(v[3], 1e-5), "case {case}: {vi} != {}", v[3]);
+            assert!(
+                (got.normal_change() - expected.normal_change()).abs() < 1e-5,
+                "case {case}"
+            );
+            assert!(
+                (got.friction - expected.friction).abs() < 1e-5,
+                "case {case}"
+            );
+        }
+        // An infinite-mass vertex is skipped.
+        let mut vi = Vec3::new(0.0, -1.0, 0.0);
+        let out = repel_point_surface(&mut vi, 0.0, Vec3::ZERO, Vec3::Y, 0.003, 0.01, 100.0, 0.3);
+        assert_eq!((vi, out.is_active()), (Vec3::new(0.0, -1.0, 0.0), false));
     }
 }

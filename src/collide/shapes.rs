@@ -103,6 +103,21 @@ impl Motion {
     }
 }
 
+/// An analytic collider during one substep: what the contact filters of the
+/// solve (`integrate::contact`) and the collision stage's vertex–surface
+/// proximity ([`super::resolve`]) see of it.
+#[derive(Clone, Copy, Debug)]
+pub struct ColliderView {
+    /// Shape in its local frame.
+    pub shape: Shape,
+    /// Pose at the start of the substep.
+    pub pose: Pose,
+    /// Rigid motion over the substep.
+    pub motion: Motion,
+    /// Coulomb friction coefficient of this collider.
+    pub friction: f32,
+}
+
 /// Result of a signed-distance query.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SurfacePoint {
@@ -113,6 +128,27 @@ pub struct SurfacePoint {
 }
 
 impl Shape {
+    /// True for the shapes the collision stage's repulsion meets through their
+    /// exact surface, vertex by vertex ([`super::resolve`], vertex–surface
+    /// proximity), rather than through their tessellation: the sphere and the
+    /// capsule. Their tessellations are inexact (they lie inside the surface
+    /// by the chord gap, up to 0.34 mm for a 0.3 m sphere, and a resting cloth's
+    /// edges sag onto their facets) and large (5,120 triangles for a sphere),
+    /// while a cloth edge or face cannot come much closer to them than its
+    /// vertices: at most `L²/(8r)` closer for an edge of length `L`.
+    ///
+    /// False for the plane and the box, whose tessellations are exact (the
+    /// plane's within its 20 m square) and small, so their repulsion stays
+    /// with the tessellation. For a box, vertices alone would also miss its
+    /// edges and corners poking into cloth faces. For a plane, vertices alone
+    /// would be exact, but measured on pile-65 the vertex–surface repulsion
+    /// (with or without its friction) ended over the strain limit in frames
+    /// where the tessellation's did not (README, Performance).
+    #[must_use]
+    pub fn repels_from_surface(&self) -> bool {
+        matches!(self, Shape::Sphere { .. } | Shape::Capsule { .. })
+    }
+
     /// Signed distance and outward normal at world point `p` for the shape
     /// placed at `pose`.
     #[must_use]

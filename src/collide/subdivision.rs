@@ -232,6 +232,8 @@ impl CollisionAwareSubdivision {
             x0: obstacle_x,
             x1: obstacle_x,
             friction: &self.obstacle_friction,
+            analytic: &[],
+            colliders: &[],
             s0: 0.0,
             s1: 1.0,
         };

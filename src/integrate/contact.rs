@@ -43,21 +43,8 @@
 
 use glam::Vec3;
 
-use crate::collide::shapes::{Motion, Pose, Shape};
+pub use crate::collide::shapes::ColliderView;
 use crate::linalg::Filter;
-
-/// A collider as the contact stage sees it during one substep.
-#[derive(Clone, Copy, Debug)]
-pub struct ColliderView {
-    /// Shape in its local frame.
-    pub shape: Shape,
-    /// Pose at the start of the substep.
-    pub pose: Pose,
-    /// Rigid motion over the substep.
-    pub motion: Motion,
-    /// Coulomb friction coefficient of this collider.
-    pub friction: f32,
-}
 
 /// A pinned vertex and where it must be at the end of the substep.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -304,6 +291,7 @@ pub fn combine_friction(a: f32, b: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collide::shapes::{Motion, Pose, Shape};
 
     fn ground(friction: f32) -> ColliderView {
         ColliderView {

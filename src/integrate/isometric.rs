@@ -882,6 +882,8 @@ mod tests {
             x0: &sphere.positions,
             x1: &sphere.positions,
             friction: &friction,
+            analytic: &[],
+            colliders: &[],
             s0: 0.0,
             s1: 1.0,
         };
