@@ -322,7 +322,11 @@ fn advance(
     stats.add_collisions(&cs);
     // Response solve (ImplicitEuler::respond): the stage's velocity change passed through the
     // cloth's stiffness, then the stage again on the result; the last stage run decides x.
+    // Optional work: none once the frame's deadline has passed.
     for _ in 0..cloth.collision_settings.response_passes {
+        if deadline.passed() {
+            break;
+        }
         let mut should_stop = |_iteration: u32| deadline.passed();
         if let Some(r) = cloth.system.respond(
             h,
