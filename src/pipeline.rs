@@ -314,6 +314,7 @@ fn advance(
     for (vi, yi) in v.iter_mut().zip(y) {
         *vi += *yi * inv_h;
     }
+    cloth.system.remember_velocities(v);
     let cs = cloth.collision.resolve_in(
         arena,
         &cloth.collision_settings,
@@ -325,6 +326,40 @@ fn advance(
         obstacles,
     );
     stats.add_collisions(&cs);
+    // Response solve (ImplicitEuler::respond): the stage's velocity change passed through the
+    // cloth's stiffness, then the stage again on the result; the last stage run decides x.
+    // Optional work: none once the frame's deadline has passed.
+    for _ in 0..cloth.collision_settings.response_passes {
+        if deadline.passed() {
+            break;
+        }
+        let mut should_stop = |_iteration: u32| deadline.passed();
+        if let Some(r) = cloth.system.respond(
+            h,
+            v,
+            cloth.constraints.filters(),
+            &cloth.edges,
+            &cloth.rest_lengths,
+            &pcg,
+            &mut should_stop,
+        ) {
+            stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+            cloth.system.remember_velocities(v);
+            let cs = cloth.collision.resolve_in(
+                arena,
+                &cloth.collision_settings,
+                h,
+                x,
+                v,
+                mass,
+                inv_mass,
+                obstacles,
+            );
+            stats.add_collisions(&cs);
+        } else {
+            break;
+        }
+    }
     for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
         *xi += h * *vi;
         *vi -= *yi * inv_h;

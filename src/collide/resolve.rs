@@ -106,6 +106,11 @@ pub struct CollisionSettings {
     /// Implicit velocity smoothing of the end velocities (course notes
     /// §4.10, eq. 4.12), if any: `(strength, CG iterations)`.
     pub velocity_smoothing: Option<(f32, u32)>,
+    /// Baraff–Witkin cloths: rounds of *response solve + collision stage again* after the
+    /// first collision stage of a substep (`ImplicitEuler::respond`, run by the pipeline); 0 =
+    /// off. The last stage of a substep is always a full collision stage, so the guarantee is
+    /// unchanged. (Not read by this stage itself.)
+    pub response_passes: u32,
 }
 
 impl Default for CollisionSettings {
@@ -119,6 +124,7 @@ impl Default for CollisionSettings {
             ccd_rounds: 3,
             max_zone_rounds: 256,
             velocity_smoothing: None,
+            response_passes: 0,
         }
     }
 }

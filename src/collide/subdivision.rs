@@ -69,6 +69,7 @@ pub fn pseudo_step_settings(cloth: &CollisionSettings) -> CollisionSettings {
         ccd_rounds: cloth.ccd_rounds,
         max_zone_rounds: cloth.max_zone_rounds.min(PSEUDO_STEP_ZONE_ROUNDS),
         velocity_smoothing: None,
+        response_passes: 0,
     }
 }
 

@@ -1207,6 +1207,8 @@ impl weft_cloth_desc {
                 // The mapping of the scene file's `[cloth.collision]`.
                 velocity_smoothing: (smoothing > 0.0 && self.smoothing_iterations > 0)
                     .then_some((smoothing, self.smoothing_iterations)),
+                // Not in the C descriptor yet: the response solve stays off through the C ABI.
+                response_passes: 0,
             },
         };
         Ok(ClothSpec {

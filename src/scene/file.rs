@@ -818,6 +818,10 @@ pub struct CollisionSection {
     /// Cap on the CG iterations of velocity smoothing.
     #[serde(default = "default_smoothing_iterations")]
     pub smoothing_iterations: u32,
+    /// Rounds of response solve + collision stage after the first collision
+    /// stage of a substep (Baraff–Witkin cloths; 0 = off).
+    #[serde(default)]
+    pub response_passes: u32,
 }
 
 impl Default for CollisionSection {
@@ -830,6 +834,7 @@ impl Default for CollisionSection {
             ccd_rounds: default_ccd_rounds(),
             velocity_smoothing: 0.0,
             smoothing_iterations: default_smoothing_iterations(),
+            response_passes: 0,
         }
     }
 }

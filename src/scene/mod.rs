@@ -975,6 +975,7 @@ fn cloth_desc(
         ccd_rounds: cs.ccd_rounds,
         velocity_smoothing: (cs.velocity_smoothing > 0.0 && cs.smoothing_iterations > 0)
             .then_some((cs.velocity_smoothing, cs.smoothing_iterations)),
+        response_passes: cs.response_passes,
         ..CollisionSettings::default()
     };
     Ok(ClothDesc {
