@@ -547,6 +547,8 @@ pub struct World {
     pub(crate) cloths: Vec<Cloth>,
     pub(crate) colliders: Vec<Collider>,
     pub(crate) collider_views: Vec<ColliderView>,
+    /// Per collider: the obstacle vertices of its tessellation (`ObstacleMeshes`).
+    collider_vertices: Vec<[u32; 2]>,
     pub(crate) obstacles: Vec<Obstacle>,
     obstacle_tris: Vec<[u32; 3]>,
     obstacle_x0: Vec<Vec3>,
@@ -585,6 +587,7 @@ impl World {
             cloths: Vec::new(),
             colliders: Vec::new(),
             collider_views: Vec::new(),
+            collider_vertices: Vec::new(),
             obstacles: Vec::new(),
             obstacle_tris: Vec::new(),
             obstacle_x0: Vec::new(),
@@ -742,11 +745,13 @@ impl World {
     /// impulses never push a layer into it). The tessellation lies inside the
     /// analytic surface (by at most about 0.34 mm for a 0.3 m sphere: the largest
     /// face-centre gap of the level-4 icosphere, growing with the radius), so the two
-    /// agree on which side the cloth is. The collision stage's repulsion and
-    /// friction meet a sphere or capsule ([`Shape::repels_from_surface`]) through
-    /// its exact surface, vertex by vertex (`ObstacleMeshes::analytic`), and its
-    /// tessellation only in the CCD rounds and impact zones; a plane's or box's
-    /// tessellation takes part in all three.
+    /// agree on which side the cloth is. For a Baraff–Witkin cloth whose edges
+    /// are short against its radius (`ClothCollision::meets_exact_surface`), the
+    /// collision stage's repulsion and friction meet a sphere or capsule
+    /// ([`Shape::repels_from_surface`]) through its exact surface, vertex by vertex
+    /// (`ObstacleMeshes::analytic`), and its tessellation only in the CCD rounds
+    /// and impact zones; otherwise (a thin rod, an isometric cloth, a plane or a
+    /// box) the tessellation takes part in all three.
     pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
         let mesh = tessellate(&desc.shape)?;
         // Friction 0 on the tessellation: the solve's contact filters apply
@@ -769,6 +774,7 @@ impl World {
             obstacle,
         });
         self.collider_views = Vec::with_capacity(self.colliders.len());
+        self.collider_vertices = Vec::with_capacity(self.colliders.len());
         Ok(self.colliders.len() - 1)
     }
 
@@ -908,6 +914,15 @@ impl World {
             self.collider_views.clear();
             self.collider_views
                 .extend(self.colliders.iter().map(Collider::view));
+            self.collider_vertices.clear();
+            self.collider_vertices
+                .extend(self.colliders.iter().map(|c| {
+                    let o = &self.obstacles[c.obstacle];
+                    [
+                        o.offset as u32,
+                        (o.offset + o.desc.mesh.num_vertices()) as u32,
+                    ]
+                }));
             for o in &mut self.obstacles {
                 let next = o.desc.motion.advance(&o.pose, h);
                 let range = o.offset..o.offset + o.desc.mesh.num_vertices();
@@ -921,6 +936,7 @@ impl World {
                 friction: &self.obstacle_friction,
                 analytic: &self.obstacle_analytic,
                 colliders: &self.collider_views,
+                collider_vertices: &self.collider_vertices,
                 s0: 0.0,
                 s1: 1.0,
             };
@@ -931,6 +947,7 @@ impl World {
                 friction: &self.obstacle_contact_friction,
                 analytic: &[],
                 colliders: &[],
+                collider_vertices: &[],
                 ..obstacles
             };
             // The cloths are independent within a substep (no contact
@@ -1131,6 +1148,7 @@ impl World {
         self.renumber_tracks(Animated::Collider(index));
         self.remove_obstacle_at(collider.obstacle);
         self.collider_views = Vec::with_capacity(self.colliders.len());
+        self.collider_vertices = Vec::with_capacity(self.colliders.len());
         Ok(())
     }
 

@@ -149,6 +149,16 @@ impl Shape {
         matches!(self, Shape::Sphere { .. } | Shape::Capsule { .. })
     }
 
+    /// Radius of a sphere or capsule (its smallest radius of curvature); `None` for the
+    /// other shapes.
+    #[must_use]
+    pub fn curvature_radius(&self) -> Option<f32> {
+        match *self {
+            Shape::Sphere { radius } | Shape::Capsule { radius, .. } => Some(radius),
+            _ => None,
+        }
+    }
+
     /// Signed distance and outward normal at world point `p` for the shape
     /// placed at `pose`.
     #[must_use]

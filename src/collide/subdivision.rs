@@ -235,6 +235,7 @@ impl CollisionAwareSubdivision {
             friction: &self.obstacle_friction,
             analytic: &[],
             colliders: &[],
+            collider_vertices: &[],
             s0: 0.0,
             s1: 1.0,
         };
