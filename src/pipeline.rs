@@ -101,7 +101,9 @@ pub fn substep(
 ///
 /// No step control (the thesis has none; the strain tolerance is the projection's stopping
 /// test) and no analytic contact filters: colliders act through their tessellations in the
-/// collision stage, with their own friction (the world passes those coefficients).
+/// collision stage, with their own friction (the world passes those coefficients), and,
+/// with `contact_margin > 0`, through the speculative contact rows of line 4, which read
+/// the analytic shapes (`integrate::isometric`).
 fn advance_isometric(
     cloth: &mut Cloth,
     colliders: &[ColliderView],
@@ -344,6 +346,7 @@ fn advance(
             &mut should_stop,
         ) {
             stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+            stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
             cloth.system.remember_velocities(v);
             let cs = cloth.collision.resolve_in(
                 arena,

@@ -177,6 +177,9 @@ pub struct ImplicitEuler {
     response_before: Vec<Vec3>,
     response_filters: Vec<Filter>,
     response_z: Vec<Vec3>,
+    /// The response solve's unknown `δ`, started from 0 every call (not from `dv`, which holds
+    /// the step's own `Δv` and is the next substep's warm start).
+    response_dv: Vec<Vec3>,
     response_b: Vec<Vec3>,
 }
 
@@ -270,6 +273,7 @@ impl ImplicitEuler {
             response_before: vec![Vec3::ZERO; n],
             response_filters: vec![Filter::Free; n],
             response_z: vec![Vec3::ZERO; n],
+            response_dv: vec![Vec3::ZERO; n],
             response_b: vec![Vec3::ZERO; n],
         })
     }
@@ -444,7 +448,15 @@ impl ImplicitEuler {
                 let (i, j) = (i as usize, j as usize);
                 h * ((v[j] - before[j]) - (v[i] - before[i])).length() / l0
             })
-            .fold(0.0f32, f32::max);
+            // NaN-propagating: a non-finite velocity must reach the caller's finiteness check
+            // unchanged, not be folded away and then overwritten by `before + δ`.
+            .fold(0.0f32, |m, s| {
+                if s.is_nan() || m.is_nan() {
+                    f32::NAN
+                } else {
+                    m.max(s)
+                }
+            });
         if strain.is_nan() || strain <= RESPONSE_MIN_STRAIN {
             return None;
         }
@@ -465,6 +477,7 @@ impl ImplicitEuler {
         if !any {
             return None;
         }
+        self.response_dv.fill(Vec3::ZERO);
         let report = solve_filtered_pcg(
             &self.a,
             &self.response_b,
@@ -472,10 +485,14 @@ impl ImplicitEuler {
             &self.response_filters,
             pcg,
             &mut self.pcg,
-            &mut self.dv,
+            &mut self.response_dv,
             should_stop,
         );
-        for ((vi, before), dvi) in v.iter_mut().zip(&self.response_before).zip(&self.dv) {
+        for ((vi, before), dvi) in v
+            .iter_mut()
+            .zip(&self.response_before)
+            .zip(&self.response_dv)
+        {
             *vi = *before + *dvi;
         }
         Some(report)
@@ -1015,6 +1032,68 @@ mod tests {
         );
         // The neighbours moved with the stopped vertex, in its direction.
         assert!(v[centre + 1].x > 0.1 * delta.x && v[centre - 1].x > 0.1 * delta.x);
+    }
+
+    /// The response solve starts from `δ = 0`, not from the substep's own `Δv` (still in `dv`,
+    /// the next substep's warm start, which it leaves alone): stopped after one iteration, a
+    /// vertex far from the change keeps its velocity exactly (one Krylov step reaches only the
+    /// neighbours of the changed vertex); starting from `dv` it would get the step's `Δv` a
+    /// second time.
+    #[test]
+    fn response_solve_starts_from_zero_and_keeps_the_warm_start() {
+        let (mut sys, _x, edges, rest) = flat_sheet();
+        let n = sys.dv.len();
+        let step_dv = Vec3::new(0.0, -0.08, 0.0);
+        sys.dv.fill(step_dv);
+        let before = vec![Vec3::new(0.0, -0.5, 0.0); n];
+        sys.remember_velocities(&before);
+        let mut v = before.clone();
+        v[n / 2] += Vec3::new(0.6, 0.0, 0.0);
+        let filters = vec![Filter::Free; n];
+        let pcg = PcgSettings {
+            max_iterations: 1,
+            tolerance: 1e-9,
+        };
+        let report = sys
+            .respond(
+                RESPONSE_H,
+                &mut v,
+                &filters,
+                &edges,
+                &rest,
+                &pcg,
+                &mut |_| false,
+            )
+            .expect("a straining change is responded to");
+        assert!(!report.converged);
+        assert_eq!(v[0], before[0]);
+        assert!(sys.dv.iter().all(|d| *d == step_dv));
+    }
+
+    /// A non-finite velocity is not responded to (and so not overwritten): the caller's
+    /// finiteness check must see it.
+    #[test]
+    fn response_solve_leaves_a_nan_velocity_alone() {
+        let (mut sys, _x, edges, rest) = flat_sheet();
+        let n = sys.dv.len();
+        let before = vec![Vec3::ZERO; n];
+        sys.remember_velocities(&before);
+        let mut v = before.clone();
+        v[n / 2] = Vec3::new(0.6, 0.0, 0.0);
+        v[3].y = f32::NAN;
+        let filters = vec![Filter::Free; n];
+        let pcg = BwSettings::default().pcg;
+        let out = sys.respond(
+            RESPONSE_H,
+            &mut v,
+            &filters,
+            &edges,
+            &rest,
+            &pcg,
+            &mut |_| false,
+        );
+        assert!(out.is_none());
+        assert!(v[3].y.is_nan());
     }
 
     /// A rigid change (every vertex the same Δ) strains nothing: no response solve, `v` kept.

@@ -461,6 +461,8 @@ fn check_desc(d: &IsometricDesc) -> Result<(), IsometricClothError> {
     non_negative("proximal_weight", d.proximal_weight)?;
     non_negative("boundary_compliance", d.boundary_compliance)?;
     non_negative("conforming_compliance", d.conforming_compliance)?;
+    non_negative("contact_compliance", d.step.contact_compliance)?;
+    non_negative("contact_margin", d.step.contact_margin)?;
     let p = &d.step.projection;
     if !(p.tolerance.is_finite() && p.tolerance > 0.0) {
         return Err(IsometricClothError::Parameter {

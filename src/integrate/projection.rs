@@ -901,7 +901,9 @@ impl GaussNewtonProjection {
 
     /// The active set at the start iterate `x⁽⁰⁾`: a speculative unilateral normal row
     /// ([`ContactRow::speculative`]) starts released when its vertex lies strictly in front of
-    /// its plane (`n · x⁽⁰⁾ > n · x_c`), and is taken when the vertex reaches it
+    /// its plane (`n · x⁽⁰⁾ >` the row's target), active when it is on or behind it (a node
+    /// already closer than the thickness to the collider is pushed out), and is taken when
+    /// the vertex reaches it
     /// (**choice**, not in the thesis); the rows that follow it on the same vertex (its
     /// tangents) start as it does; every other row starts active.
     fn start_active_set(&mut self, x: &[DVec3]) {

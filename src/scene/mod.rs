@@ -151,6 +151,8 @@ pub fn parse(text: &str, path: &Path) -> Result<SceneFile, SceneError> {
     })
 }
 
+/// Largest `[cloth.collision] response_passes` a scene may ask for.
+const MAX_RESPONSE_PASSES: u32 = 16;
 fn toml_error(file: &str, text: &str, e: toml::de::Error, key: String) -> SceneError {
     let (line, column) = e.span().map_or((0, 0), |s| line_column(text, s.start));
     let key = if key.is_empty() || key == "." {
@@ -952,6 +954,16 @@ fn cloth_desc(
             "cloth.collision",
             "strain_limit",
             format!("must be in [0, 1), got {}", cs.strain_limit),
+        ));
+    }
+    if cs.response_passes > MAX_RESPONSE_PASSES {
+        return Err(verr(
+            "cloth.collision",
+            "response_passes",
+            format!(
+                "must be at most {MAX_RESPONSE_PASSES} (each pass is a PCG solve and a collision stage a substep), got {}",
+                cs.response_passes
+            ),
         ));
     }
     if !(cs.velocity_smoothing.is_finite() && cs.velocity_smoothing >= 0.0) {
