@@ -316,27 +316,30 @@ fn advance(
     for (vi, yi) in v.iter_mut().zip(y) {
         *vi += *yi * inv_h;
     }
-    cloth.system.remember_velocities(v);
-    let cs = cloth.collision.resolve_in(
-        arena,
-        &cloth.collision_settings,
-        h,
-        x,
-        v,
-        mass,
-        inv_mass,
-        obstacles,
-    );
-    stats.add_collisions(&cs);
-    // Response solve (ImplicitEuler::respond): the stage's velocity change passed through the
-    // cloth's stiffness, then the stage again on the result; the last stage run decides x.
-    // Optional work: none once the frame's deadline has passed.
-    for _ in 0..cloth.collision_settings.response_passes {
-        if deadline.passed() {
+    // The collision stage, then up to `response_passes` rounds of response solve
+    // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
+    // stiffness) and the stage again on the result; the last stage run decides x. The
+    // rounds are optional work: none once the frame's deadline has passed.
+    let mut rounds = 0;
+    loop {
+        cloth.system.remember_velocities(v);
+        let cs = cloth.collision.resolve_in(
+            arena,
+            &cloth.collision_settings,
+            h,
+            x,
+            v,
+            mass,
+            inv_mass,
+            obstacles,
+        );
+        stats.add_collisions(&cs);
+        if rounds == cloth.collision_settings.response_passes || deadline.passed() {
             break;
         }
+        rounds += 1;
         let mut should_stop = |_iteration: u32| deadline.passed();
-        if let Some(r) = cloth.system.respond(
+        let Some(r) = cloth.system.respond(
             h,
             v,
             cloth.constraints.filters(),
@@ -344,24 +347,11 @@ fn advance(
             &cloth.rest_lengths,
             &pcg,
             &mut should_stop,
-        ) {
-            stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
-            stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
-            cloth.system.remember_velocities(v);
-            let cs = cloth.collision.resolve_in(
-                arena,
-                &cloth.collision_settings,
-                h,
-                x,
-                v,
-                mass,
-                inv_mass,
-                obstacles,
-            );
-            stats.add_collisions(&cs);
-        } else {
+        ) else {
             break;
-        }
+        };
+        stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+        stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
     }
     for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
         *xi += h * *vi;

@@ -1057,22 +1057,7 @@ mod tests {
         // Negative diagonal block: no shift can help; block Jacobi takes over and the PCG
         // reports the indefinite direction. With that vertex fixed, IC(0) of the filtered matrix
         // is fine.
-        let n = 6;
-        let pattern = Arc::new(BlockPattern::from_pairs(
-            n,
-            (1..n as u32).map(|i| (i - 1, i)),
-        ));
-        let mut a = BlockCsr::new(pattern);
-        for i in 0..n {
-            let d = if i == 3 { -2.0 } else { 4.0 };
-            a.add(
-                a.pattern().diag_slot(i),
-                Mat3::from_diagonal(Vec3::splat(d)),
-            );
-        }
-        let b: Vec<Vec3> = (0..n)
-            .map(|i| Vec3::splat(if i == 3 { 1.0 } else { 0.0 }))
-            .collect();
+        let (n, a, b) = indefinite_chain();
         let mut ws = PcgWorkspace::with_preconditioner(a.pattern(), Preconditioner::BlockIc0);
         let mut dv = vec![Vec3::ZERO; n];
         let report = solve_pcg(&a, &b, &settings(1000, 1e-6), &mut ws, &mut dv, &mut never);
@@ -1264,8 +1249,8 @@ mod tests {
         assert_constrained_exact(&dv, &z, &filters);
     }
 
-    #[test]
-    fn indefinite_matrix_is_reported_not_looped_on() {
+    /// A chain of six blocks with a negative diagonal block at vertex 3, and a load there.
+    fn indefinite_chain() -> (usize, BlockCsr, Vec<Vec3>) {
         let n = 6;
         let pattern = Arc::new(BlockPattern::from_pairs(
             n,
@@ -1282,6 +1267,12 @@ mod tests {
         let b: Vec<Vec3> = (0..n)
             .map(|i| Vec3::splat(if i == 3 { 1.0 } else { 0.0 }))
             .collect();
+        (n, a, b)
+    }
+
+    #[test]
+    fn indefinite_matrix_is_reported_not_looped_on() {
+        let (n, a, b) = indefinite_chain();
         let mut ws = PcgWorkspace::new(n);
         let mut dv = vec![Vec3::ZERO; n];
         let report = solve_pcg(&a, &b, &settings(1000, 1e-6), &mut ws, &mut dv, &mut never);
