@@ -85,6 +85,15 @@
 // The exact Jacobian (may be indefinite).
 #define WEFT_JACOBIAN_EXACT 1
 
+// Block-Jacobi preconditioning of the Baraff–Witkin PCG (the default).
+#define WEFT_PRECONDITIONER_BLOCK_JACOBI 0
+
+// Block symmetric Gauss–Seidel of the filtered matrix.
+#define WEFT_PRECONDITIONER_BLOCK_SGS 1
+
+// Block incomplete Cholesky IC(0) of the filtered matrix.
+#define WEFT_PRECONDITIONER_BLOCK_IC0 2
+
 // The half-space y < 0 of the collider's frame.
 #define WEFT_SHAPE_PLANE 0
 
@@ -193,6 +202,8 @@ typedef struct weft_bw_settings {
   uint32_t cg_max_iterations;
   // Relative CG tolerance, in (0, 1).
   double cg_tolerance;
+  // `WEFT_PRECONDITIONER_*` (scene key `[solver] preconditioner`).
+  uint32_t preconditioner;
 } weft_bw_settings;
 
 // The collision stage of one cloth (Bridson 2002).
@@ -209,6 +220,9 @@ typedef struct weft_collision_desc {
   uint32_t ccd_rounds;
   // Cap on impact-zone rounds before the last resort, ≥ 1.
   uint32_t max_zone_rounds;
+  // Rounds of collision response solve + collision stage again after the first stage of a
+  // substep, 0 (the default: off) to 16 (scene key `[cloth.collision] response_passes`).
+  uint32_t response_passes;
 } weft_collision_desc;
 
 // Settings of the isometric model (`WEFT_MODEL_ISOMETRIC`, Wang 2012): the

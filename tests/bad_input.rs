@@ -120,6 +120,24 @@ fn out_of_range_values_name_key_and_line() {
         matches!(e, SceneError::Value { ref key, .. } if key.starts_with("cloth[0].")),
         "{m}"
     );
+
+    // A response_passes typo would mean that many solves and collision stages a substep.
+    let (e, m) = err(&GOOD.replace(
+        "bend = 1e-5",
+        "bend = 1e-5\n\n[cloth.collision]\nresponse_passes = 100000",
+    ));
+    assert!(
+        matches!(e, SceneError::Value { ref key, .. } if key.contains("response_passes")),
+        "{m}"
+    );
+    assert!(m.contains("at most 16"), "{m}");
+    assert!(
+        load_and_build(&GOOD.replace(
+            "bend = 1e-5",
+            "bend = 1e-5\n\n[cloth.collision]\nresponse_passes = 16",
+        ))
+        .is_ok()
+    );
 }
 
 #[test]

@@ -86,6 +86,10 @@ use super::shapes::{ColliderView, Shape};
 use super::smoothing::{SmoothingReport, VelocitySmoother};
 use super::strain_limit::{StrainLimit, StrainLimiter};
 
+/// Largest [`CollisionSettings::response_passes`] a scene file or the C ABI may ask for: each
+/// pass is a PCG solve and a collision stage per substep.
+pub const MAX_RESPONSE_PASSES: u32 = 16;
+
 /// Settings of the collision stage.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CollisionSettings {
@@ -109,7 +113,7 @@ pub struct CollisionSettings {
     /// Baraff–Witkin cloths: rounds of *response solve + collision stage again* after the
     /// first collision stage of a substep (`ImplicitEuler::respond`, run by the pipeline); 0 =
     /// off. The last stage of a substep is always a full collision stage, so the guarantee is
-    /// unchanged. (Not read by this stage itself.)
+    /// unchanged. (Not read by this stage itself.) At most [`MAX_RESPONSE_PASSES`].
     pub response_passes: u32,
 }
 

@@ -20,7 +20,7 @@ use std::os::raw::c_char;
 use glam::{Quat, Vec2, Vec3};
 
 use super::status::{FfiError, weft_status};
-use crate::collide::resolve::CollisionSettings;
+use crate::collide::resolve::{CollisionSettings, MAX_RESPONSE_PASSES};
 use crate::collide::shapes::{Pose, Shape};
 use crate::collide::strain_limit::{StrainLimit, StrainMethod};
 use crate::integrate::bdf2::Integrator;
@@ -88,6 +88,12 @@ pub const WEFT_REST_ANGLES_INITIAL: u32 = 1;
 pub const WEFT_JACOBIAN_DEFINITE: u32 = 0;
 /// The exact Jacobian (may be indefinite).
 pub const WEFT_JACOBIAN_EXACT: u32 = 1;
+/// Block-Jacobi preconditioning of the Baraff–Witkin PCG (the default).
+pub const WEFT_PRECONDITIONER_BLOCK_JACOBI: u32 = 0;
+/// Block symmetric Gauss–Seidel of the filtered matrix.
+pub const WEFT_PRECONDITIONER_BLOCK_SGS: u32 = 1;
+/// Block incomplete Cholesky IC(0) of the filtered matrix.
+pub const WEFT_PRECONDITIONER_BLOCK_IC0: u32 = 2;
 /// The half-space y < 0 of the collider's frame.
 pub const WEFT_SHAPE_PLANE: u32 = 0;
 /// A ball of `radius` about the collider's origin.
@@ -196,6 +202,8 @@ pub struct weft_bw_settings {
     pub cg_max_iterations: u32,
     /// Relative CG tolerance, in (0, 1).
     pub cg_tolerance: f64,
+    /// `WEFT_PRECONDITIONER_*` (scene key `[solver] preconditioner`).
+    pub preconditioner: u32,
 }
 
 /// The collision stage of one cloth (Bridson 2002).
@@ -215,6 +223,9 @@ pub struct weft_collision_desc {
     pub ccd_rounds: u32,
     /// Cap on impact-zone rounds before the last resort, ≥ 1.
     pub max_zone_rounds: u32,
+    /// Rounds of collision response solve + collision stage again after the first stage of a
+    /// substep, 0 (the default: off) to 16 (scene key `[cloth.collision] response_passes`).
+    pub response_passes: u32,
 }
 
 /// Settings of the isometric model (`WEFT_MODEL_ISOMETRIC`, Wang 2012): the
@@ -964,6 +975,7 @@ impl weft_cloth_desc {
                 jacobian: WEFT_JACOBIAN_DEFINITE,
                 cg_max_iterations: 200,
                 cg_tolerance: 1e-3,
+                preconditioner: WEFT_PRECONDITIONER_BLOCK_JACOBI,
             },
             collision: weft_collision_desc {
                 self_collision: 0,
@@ -972,6 +984,7 @@ impl weft_cloth_desc {
                 strain_iterations: sl.iterations,
                 ccd_rounds: c.ccd_rounds,
                 max_zone_rounds: c.max_zone_rounds,
+                response_passes: c.response_passes,
             },
             name: std::ptr::null(),
             isometric: weft_isometric_settings::default_desc(),
@@ -1096,6 +1109,16 @@ impl weft_cloth_desc {
                 )));
             }
         };
+        let preconditioner = match bw.preconditioner {
+            WEFT_PRECONDITIONER_BLOCK_JACOBI => Preconditioner::BlockJacobi,
+            WEFT_PRECONDITIONER_BLOCK_SGS => Preconditioner::BlockSgs,
+            WEFT_PRECONDITIONER_BLOCK_IC0 => Preconditioner::BlockIc0,
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "`baraff_witkin.preconditioner` is {other}, not a WEFT_PRECONDITIONER_* value"
+                )));
+            }
+        };
         let jacobian = match bw.jacobian {
             WEFT_JACOBIAN_DEFINITE => JacobianMode::Definite,
             WEFT_JACOBIAN_EXACT => JacobianMode::Exact,
@@ -1132,6 +1155,12 @@ impl weft_cloth_desc {
             )));
         }
         count(c.max_zone_rounds, 1, u32::MAX, "collision.max_zone_rounds")?;
+        count(
+            c.response_passes,
+            0,
+            MAX_RESPONSE_PASSES,
+            "collision.response_passes",
+        )?;
         let bending = match self.bending_model {
             WEFT_BENDING_BARAFF_WITKIN => BendingModel::BaraffWitkin,
             WEFT_BENDING_DIHEDRAL => BendingModel::DiscreteShell,
@@ -1186,7 +1215,7 @@ impl weft_cloth_desc {
                     max_iterations: bw.cg_max_iterations,
                     tolerance: tol,
                 },
-                preconditioner: Preconditioner::default(),
+                preconditioner,
             },
             pins: Vec::new(),
             pin_velocity: Vec3::ZERO,
@@ -1207,8 +1236,7 @@ impl weft_cloth_desc {
                 // The mapping of the scene file's `[cloth.collision]`.
                 velocity_smoothing: (smoothing > 0.0 && self.smoothing_iterations > 0)
                     .then_some((smoothing, self.smoothing_iterations)),
-                // Not in the C descriptor yet: the response solve stays off through the C ABI.
-                response_passes: 0,
+                response_passes: c.response_passes,
             },
         };
         Ok(ClothSpec {
@@ -1607,6 +1635,46 @@ rest_shape = "flat"
         // SAFETY: as above.
         let off = accepted(unsafe { d.read() })?.desc;
         assert_eq!(off.collision.velocity_smoothing, None);
+        Ok(())
+    }
+
+    #[test]
+    fn preconditioner_and_response_passes_map_like_the_scene_file() -> Result<(), String> {
+        let s = scene(&format!(
+            "[solver]\npreconditioner = \"block-ic0\"\n{GRID}\n[cloth.collision]\nresponse_passes = 3\n"
+        ));
+        let want = scene_cloth(&s);
+        let mesh = &want.mesh;
+        let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
+        let ts: Vec<u32> = mesh.triangles.iter().flatten().copied().collect();
+        let mut d = weft_cloth_desc::default_desc();
+        d.vertex_count = mesh.num_vertices() as u32;
+        d.positions = xs.as_ptr();
+        d.triangle_count = mesh.num_triangles() as u32;
+        d.triangles = ts.as_ptr();
+        // SAFETY: the arrays hold the counts given.
+        let defaults = accepted(unsafe { d.read() })?.desc;
+        assert_eq!(defaults.model.preconditioner, Preconditioner::BlockJacobi);
+        assert_eq!(defaults.collision.response_passes, 0);
+        d.baraff_witkin.preconditioner = WEFT_PRECONDITIONER_BLOCK_IC0;
+        d.collision.response_passes = 3;
+        // SAFETY: as above.
+        let got = accepted(unsafe { d.read() })?.desc;
+        assert_eq!(got.model.preconditioner, Preconditioner::BlockIc0);
+        assert_eq!(got.model.preconditioner, want.model.preconditioner);
+        assert_eq!(got.collision.response_passes, 3);
+        assert_eq!(
+            got.collision.response_passes,
+            want.collision.response_passes
+        );
+        d.collision.response_passes = MAX_RESPONSE_PASSES + 1;
+        // SAFETY: as above.
+        let refused = unsafe { d.read() };
+        assert!(
+            refused.is_err(),
+            "{} response passes accepted",
+            MAX_RESPONSE_PASSES + 1
+        );
         Ok(())
     }
 

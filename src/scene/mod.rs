@@ -150,9 +150,6 @@ pub fn parse(text: &str, path: &Path) -> Result<SceneFile, SceneError> {
         toml_error(&file, text, e.into_inner(), key)
     })
 }
-
-/// Largest `[cloth.collision] response_passes` a scene may ask for.
-const MAX_RESPONSE_PASSES: u32 = 16;
 fn toml_error(file: &str, text: &str, e: toml::de::Error, key: String) -> SceneError {
     let (line, column) = e.span().map_or((0, 0), |s| line_column(text, s.start));
     let key = if key.is_empty() || key == "." {
@@ -956,12 +953,13 @@ fn cloth_desc(
             format!("must be in [0, 1), got {}", cs.strain_limit),
         ));
     }
-    if cs.response_passes > MAX_RESPONSE_PASSES {
+    if cs.response_passes > crate::collide::resolve::MAX_RESPONSE_PASSES {
         return Err(verr(
             "cloth.collision",
             "response_passes",
             format!(
-                "must be at most {MAX_RESPONSE_PASSES} (each pass is a PCG solve and a collision stage a substep), got {}",
+                "must be at most {} (each pass is a PCG solve and a collision stage a substep), got {}",
+                crate::collide::resolve::MAX_RESPONSE_PASSES,
                 cs.response_passes
             ),
         ));

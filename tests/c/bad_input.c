@@ -283,6 +283,12 @@ int main(int argc, char **argv) {
     bad.baraff_witkin.jacobian = 7;
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
     bad = cd;
+    bad.baraff_witkin.preconditioner = 7;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
+    bad.collision.response_passes = 17;
+    EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
+    bad = cd;
     bad.baraff_witkin.cg_tolerance = 0.0;
     EXPECT(weft_cloth_create(world, &bad, &cloth), WEFT_STATUS_INVALID_ARGUMENT);
     bad = cd;
