@@ -39,21 +39,21 @@ fn profile_dir() -> PathBuf {
 /// Serialises library builds and tool installs between the tests of this file.
 static SETUP: Mutex<()> = Mutex::new(());
 
-/// The static and shared libraries, built with `cargo build --lib` for this
-/// profile when missing (`cargo test` normally builds them already).
+/// The static and shared libraries, brought up to date with `cargo build --lib` for this
+/// profile on every run (a no-op when they are current). `cargo test` builds the test's
+/// rlib, not necessarily these: on a checkout that had built them at an older commit they
+/// would be stale, and the C programs would link an older library (seen on a reused clone).
 fn libraries() -> (PathBuf, PathBuf) {
     let _guard = SETUP.lock().unwrap_or_else(|e| e.into_inner());
     let dir = profile_dir();
     let (a, so) = (dir.join("libweft.a"), dir.join("libweft.so"));
-    if !a.exists() || !so.exists() {
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(root()).args(["build", "--lib"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("running cargo build --lib");
-        assert!(status.success(), "cargo build --lib failed");
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root()).args(["build", "--lib"]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
     }
+    let status = cmd.status().expect("running cargo build --lib");
+    assert!(status.success(), "cargo build --lib failed");
     assert!(
         a.exists() && so.exists(),
         "no {} or {}",
