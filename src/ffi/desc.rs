@@ -1599,6 +1599,24 @@ rest_shape = "flat"
         Ok(())
     }
 
+    /// The mesh as the flat arrays a C host passes.
+    fn flat_arrays(mesh: &TriMesh) -> (Vec<f32>, Vec<u32>) {
+        let xs = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
+        let ts = mesh.triangles.iter().flatten().copied().collect();
+        (xs, ts)
+    }
+
+    /// The default cloth descriptor over `xs` (x, y, z per vertex) and `ts` (3 per triangle);
+    /// the arrays must outlive its reads.
+    fn desc_over(xs: &[f32], ts: &[u32]) -> weft_cloth_desc {
+        let mut d = weft_cloth_desc::default_desc();
+        d.vertex_count = (xs.len() / 3) as u32;
+        d.positions = xs.as_ptr();
+        d.triangle_count = (ts.len() / 3) as u32;
+        d.triangles = ts.as_ptr();
+        d
+    }
+
     #[test]
     fn bending_and_smoothing_map_like_the_scene_file() -> Result<(), String> {
         let s = scene(&format!(
@@ -1606,14 +1624,8 @@ rest_shape = "flat"
              [cloth.collision]\nvelocity_smoothing = 0.5\nsmoothing_iterations = 5\n"
         ));
         let want = scene_cloth(&s);
-        let mesh = &want.mesh;
-        let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
-        let ts: Vec<u32> = mesh.triangles.iter().flatten().copied().collect();
-        let mut d = weft_cloth_desc::default_desc();
-        d.vertex_count = mesh.num_vertices() as u32;
-        d.positions = xs.as_ptr();
-        d.triangle_count = mesh.num_triangles() as u32;
-        d.triangles = ts.as_ptr();
+        let (xs, ts) = flat_arrays(&want.mesh);
+        let mut d = desc_over(&xs, &ts);
         d.bending_model = WEFT_BENDING_DIHEDRAL;
         d.bending_integration = WEFT_BENDING_INTEGRATION_IMEX;
         d.velocity_smoothing = 0.5;
@@ -1644,14 +1656,8 @@ rest_shape = "flat"
             "[solver]\npreconditioner = \"block-ic0\"\n{GRID}\n[cloth.collision]\nresponse_passes = 3\n"
         ));
         let want = scene_cloth(&s);
-        let mesh = &want.mesh;
-        let xs: Vec<f32> = mesh.positions.iter().flat_map(|p| p.to_array()).collect();
-        let ts: Vec<u32> = mesh.triangles.iter().flatten().copied().collect();
-        let mut d = weft_cloth_desc::default_desc();
-        d.vertex_count = mesh.num_vertices() as u32;
-        d.positions = xs.as_ptr();
-        d.triangle_count = mesh.num_triangles() as u32;
-        d.triangles = ts.as_ptr();
+        let (xs, ts) = flat_arrays(&want.mesh);
+        let mut d = desc_over(&xs, &ts);
         // SAFETY: the arrays hold the counts given.
         let defaults = accepted(unsafe { d.read() })?.desc;
         assert_eq!(defaults.model.preconditioner, Preconditioner::BlockJacobi);

@@ -962,6 +962,19 @@ mod tests {
 
     const RESPONSE_H: f32 = 1.0 / 120.0;
 
+    /// Largest edge strain of `x + h v`.
+    fn max_strain_after(x: &[Vec3], v: &[Vec3], edges: &[[u32; 2]], rest: &[f32]) -> f32 {
+        edges
+            .iter()
+            .zip(rest)
+            .map(|(&[i, j], l0)| {
+                let d = (x[j as usize] + RESPONSE_H * v[j as usize])
+                    - (x[i as usize] + RESPONSE_H * v[i as usize]);
+                (d.length() / l0 - 1.0).abs()
+            })
+            .fold(0.0f32, f32::max)
+    }
+
     fn energy_after(sys: &ImplicitEuler, x: &[Vec3], v: &[Vec3]) -> f64 {
         let x1: Vec<Vec3> = x.iter().zip(v).map(|(x, v)| *x + RESPONSE_H * *v).collect();
         sys.elastic_energy(&x1)
@@ -982,15 +995,7 @@ mod tests {
         let delta = Vec3::new(0.6, 0.0, 0.0);
         v[centre] = delta;
         let raw = energy_after(&sys, &x, &v);
-        let raw_strain = edges
-            .iter()
-            .zip(&rest)
-            .map(|(&[i, j], l0)| {
-                let d = (x[j as usize] + RESPONSE_H * v[j as usize])
-                    - (x[i as usize] + RESPONSE_H * v[i as usize]);
-                (d.length() / l0 - 1.0).abs()
-            })
-            .fold(0.0f32, f32::max);
+        let raw_strain = max_strain_after(&x, &v, &edges, &rest);
         sys.remember_velocities(&before);
         let filters = vec![Filter::Free; n];
         let pcg = PcgSettings {
@@ -1012,15 +1017,7 @@ mod tests {
         // The prescribed component is kept exactly (the filter's z), the others follow.
         assert_eq!(v[centre].x, delta.x);
         let responded = energy_after(&sys, &x, &v);
-        let strain = edges
-            .iter()
-            .zip(&rest)
-            .map(|(&[i, j], l0)| {
-                let d = (x[j as usize] + RESPONSE_H * v[j as usize])
-                    - (x[i as usize] + RESPONSE_H * v[i as usize]);
-                (d.length() / l0 - 1.0).abs()
-            })
-            .fold(0.0f32, f32::max);
+        let strain = max_strain_after(&x, &v, &edges, &rest);
         assert!(raw_strain > 0.05, "the rig strains an edge by {raw_strain}");
         assert!(
             strain < 0.25 * raw_strain,
