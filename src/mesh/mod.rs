@@ -22,12 +22,15 @@ pub use generate::{
     capsule, cuboid, grid, icosphere, tube,
 };
 pub use loop_subdivide::{LoopLevel, LoopSubdivision, MAX_LOOP_LEVELS, loop_beta};
-pub use obj::{read_obj, read_obj_file, write_obj, write_obj_mesh};
+pub use obj::{
+    ObjLines, read_obj, read_obj_file, read_obj_file_with_lines, read_obj_with_lines, write_obj,
+    write_obj_mesh,
+};
 pub use subdivide::{
     Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,
 };
 pub use topology::{Hinge, NO_TRIANGLE, Topology};
-pub use validate::{MeshError, ZERO_AREA_RELATIVE_EPSILON};
+pub use validate::{MeshError, SLIVER_RELATIVE_ALTITUDE, ZERO_AREA_RELATIVE_EPSILON};
 
 /// An indexed triangle mesh. Plain data; [`TriMesh::validate`] checks it.
 #[derive(Clone, Debug, Default, PartialEq)]

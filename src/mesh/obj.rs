@@ -160,6 +160,54 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 /// coordinates on some faces only, ...). A file without faces is not an error here; it gives an
 /// empty mesh that [`TriMesh::validate`] rejects. Never panics.
 pub fn read_obj(text: &str, file: &str) -> Result<TriMesh, MeshError> {
+    read_obj_with_lines(text, file).map(|(mesh, _)| mesh)
+}
+
+/// Where each vertex and triangle of a mesh read from an OBJ file was written: 1-based lines,
+/// one per vertex (its `v` line) and one per triangle (its `f` line; a polygon's fan triangles
+/// share it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjLines {
+    /// The file name as given.
+    pub file: String,
+    /// Line of each vertex.
+    pub vertices: Vec<usize>,
+    /// Line of each triangle.
+    pub triangles: Vec<usize>,
+}
+
+impl ObjLines {
+    /// `e`, an error about the mesh read from this file, placed in it: the file, and the line
+    /// of the face or vertex it names (of the last face of a non-manifold edge, of the second of
+    /// two faces with inconsistent orientation); the file alone for errors without a place.
+    #[must_use]
+    pub fn place(&self, e: MeshError) -> MeshError {
+        let face = |f: u32| self.triangles.get(f as usize).copied();
+        let line = match &e {
+            MeshError::Obj { .. } | MeshError::Io { .. } | MeshError::InFile { .. } => return e,
+            MeshError::IndexOutOfRange { face: f, .. }
+            | MeshError::RepeatedIndex { face: f }
+            | MeshError::ZeroArea { face: f }
+            | MeshError::Sliver { face: f, .. }
+            | MeshError::BadUv { face: f } => face(*f),
+            MeshError::NonManifoldEdge { faces, .. } => faces.last().and_then(|&f| face(f)),
+            MeshError::InconsistentOrientation { face_b, .. } => face(*face_b),
+            MeshError::NonFinite { vertex } => self.vertices.get(*vertex as usize).copied(),
+            MeshError::Empty | MeshError::InvalidParameter { .. } => None,
+        };
+        MeshError::InFile {
+            file: self.file.clone(),
+            line: line.unwrap_or(0),
+            source: Box::new(e),
+        }
+    }
+}
+
+/// [`read_obj`], and the line of every vertex and triangle ([`ObjLines`]), so that later checks
+/// of the mesh can name the line of what they refuse.
+pub fn read_obj_with_lines(text: &str, file: &str) -> Result<(TriMesh, ObjLines), MeshError> {
+    let mut vertex_lines: Vec<usize> = Vec::new();
+    let mut triangle_lines: Vec<usize> = Vec::new();
     let err = |line: usize, message: String| MeshError::Obj {
         file: file.to_owned(),
         line,
@@ -188,6 +236,7 @@ pub fn read_obj(text: &str, file: &str) -> Result<TriMesh, MeshError> {
                     ));
                 }
                 positions.push(Vec3::new(xs[0], xs[1], xs[2]));
+                vertex_lines.push(line);
             }
             "vt" => {
                 let xs = parse_floats(tokens, "texture coordinate", &[2, 3])
@@ -282,6 +331,7 @@ pub fn read_obj(text: &str, file: &str) -> Result<TriMesh, MeshError> {
         }
         for k in 1..idx.len() - 1 {
             triangles.push([idx[0], idx[k], idx[k + 1]]);
+            triangle_lines.push(face.line);
             if has_uv {
                 corner_uvs.push([uv[0], uv[k], uv[k + 1]]);
             }
@@ -294,11 +344,18 @@ pub fn read_obj(text: &str, file: &str) -> Result<TriMesh, MeshError> {
             "more triangles than the u32 index range".to_owned(),
         ));
     }
-    Ok(TriMesh {
-        positions,
-        triangles,
-        corner_uvs: has_uv.then_some(corner_uvs),
-    })
+    Ok((
+        TriMesh {
+            positions,
+            triangles,
+            corner_uvs: has_uv.then_some(corner_uvs),
+        },
+        ObjLines {
+            file: file.to_owned(),
+            vertices: vertex_lines,
+            triangles: triangle_lines,
+        },
+    ))
 }
 
 /// Reads and parses the OBJ file at `path` (see [`read_obj`]); error messages name `path`.
@@ -306,13 +363,18 @@ pub fn read_obj(text: &str, file: &str) -> Result<TriMesh, MeshError> {
 /// Errors: [`MeshError::Io`] if the file cannot be read; [`MeshError::Obj`] for invalid UTF-8
 /// (naming the line of the first bad byte) or any parse error.
 pub fn read_obj_file(path: &Path) -> Result<TriMesh, MeshError> {
+    read_obj_file_with_lines(path).map(|(mesh, _)| mesh)
+}
+
+/// [`read_obj_file`] and the line of every vertex and triangle ([`read_obj_with_lines`]).
+pub fn read_obj_file_with_lines(path: &Path) -> Result<(TriMesh, ObjLines), MeshError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| MeshError::Io {
         file: file.clone(),
         message: e.to_string(),
     })?;
     match std::str::from_utf8(&bytes) {
-        Ok(text) => read_obj(text, &file),
+        Ok(text) => read_obj_with_lines(text, &file),
         Err(e) => {
             let line = 1 + bytes[..e.valid_up_to()]
                 .iter()

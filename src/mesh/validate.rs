@@ -29,6 +29,19 @@ use super::TriMesh;
 /// that would blow up every `1 / area` in the force models.
 pub const ZERO_AREA_RELATIVE_EPSILON: f64 = 1e-10;
 
+/// A cloth triangle whose smallest altitude (twice its area over its longest edge) is below
+/// `SLIVER_RELATIVE_ALTITUDE` times the median edge length of the mesh is a sliver
+/// ([`TriMesh::check_slivers`]).
+///
+/// A sliver's opposite vertex lies within the cloth's thickness of its own base edge whatever
+/// the thickness, and its Baraff–Witkin condition `1 / area` terms are stiff beyond anything the
+/// rest of the mesh has: the collision stage finds it colliding every substep and falls back to
+/// its last resort, so the cloth never moves. `1e-3` is three orders of magnitude below the
+/// thinnest triangle of any regular mesh (a right triangle of a grid has altitude ≈ 0.7 of its
+/// short edges) and of the stretched triangles of a `bow`ed or subdivided one; a 2 × 21 strip of
+/// 5 cm rows with one row 1 µm wide is refused.
+pub const SLIVER_RELATIVE_ALTITUDE: f64 = 1e-3;
+
 /// Everything that can be wrong with a mesh, an OBJ file, or a generator's parameters.
 ///
 /// Every message names the place: the face or vertex index, the edge, or the file and 1-based line.
@@ -60,6 +73,19 @@ pub enum MeshError {
     ZeroArea {
         /// Triangle index.
         face: u32,
+    },
+    /// A cloth triangle is a sliver; see [`SLIVER_RELATIVE_ALTITUDE`].
+    #[error(
+        "face {face}: a sliver (its smallest altitude {altitude:e} m is below \
+         {SLIVER_RELATIVE_ALTITUDE} of the median edge length {median_edge:e} m)"
+    )]
+    Sliver {
+        /// Triangle index.
+        face: u32,
+        /// Its smallest altitude (m).
+        altitude: f64,
+        /// The mesh's median edge length (m).
+        median_edge: f64,
     },
     /// A vertex has a NaN or infinite coordinate.
     #[error("vertex {vertex}: non-finite coordinate")]
@@ -104,6 +130,17 @@ pub enum MeshError {
         line: usize,
         /// What is wrong.
         message: String,
+    },
+    /// An error about a mesh read from a file, placed in it (`ObjLines::place`): the file and
+    /// the line of the face or vertex (0: no line, e.g. an empty mesh).
+    #[error("{file}:{}{source}", if *line > 0 { format!("{line}: ") } else { " ".to_owned() })]
+    InFile {
+        /// File name.
+        file: String,
+        /// 1-based line of the face or vertex; 0 when the error has no line.
+        line: usize,
+        /// The error about the mesh.
+        source: Box<MeshError>,
     },
     /// An I/O failure while reading a mesh file.
     #[error("{file}: {message}")]
@@ -246,9 +283,73 @@ impl TriMesh {
     }
 }
 
+impl TriMesh {
+    /// Refuses sliver triangles (for cloths; obstacles may have them): the first triangle whose
+    /// smallest altitude is below [`SLIVER_RELATIVE_ALTITUDE`] times the median length of
+    /// `topology`'s edges. Lengths in `f64` from the `f32` positions. Run after
+    /// [`TriMesh::validate`].
+    pub fn check_slivers(&self, topology: &super::Topology) -> Result<(), MeshError> {
+        let length = |[a, b]: [u32; 2]| {
+            (self.positions[a as usize].as_dvec3() - self.positions[b as usize].as_dvec3()).length()
+        };
+        let mut lengths: Vec<f64> = topology.edges().iter().map(|&e| length(e)).collect();
+        if lengths.is_empty() {
+            return Ok(());
+        }
+        let mid = lengths.len() / 2;
+        let (_, median_edge, _) = lengths.select_nth_unstable_by(mid, f64::total_cmp);
+        let median_edge = *median_edge;
+        let min_altitude = SLIVER_RELATIVE_ALTITUDE * median_edge;
+        for (f, &[a, b, c]) in self.triangles.iter().enumerate() {
+            let longest = length([a, b]).max(length([b, c])).max(length([c, a]));
+            let [pa, pb, pc] = [a, b, c].map(|i| self.positions[i as usize]);
+            let altitude = double_area(pa, pb, pc) / longest;
+            if altitude < min_altitude {
+                return Err(MeshError::Sliver {
+                    face: f as u32,
+                    altitude,
+                    median_edge,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sliver_is_refused_by_face() {
+        // A strip of 2 x 4 vertices with rows 5 cm apart, the third row 1 µm after the second.
+        let ys = [0.0f32, 0.05, 0.050_001, 0.1];
+        let positions: Vec<Vec3> = ys
+            .iter()
+            .flat_map(|&y| [Vec3::new(0.0, y, 0.0), Vec3::new(0.05, y, 0.0)])
+            .collect();
+        let mut triangles = Vec::new();
+        for r in 0..3u32 {
+            let a = 2 * r;
+            triangles.push([a, a + 1, a + 3]);
+            triangles.push([a, a + 3, a + 2]);
+        }
+        let mesh = TriMesh {
+            positions,
+            triangles,
+            corner_uvs: None,
+        };
+        mesh.validate()
+            .expect("not degenerate at the mesh's resolution");
+        let topology = super::super::Topology::build(&mesh).expect("manifold");
+        let e = mesh.check_slivers(&topology).expect_err("a sliver");
+        assert!(matches!(e, MeshError::Sliver { face: 2, .. }), "{e}");
+        assert!(e.to_string().starts_with("face 2: a sliver"), "{e}");
+        let mut fixed = mesh.clone();
+        fixed.positions[4].y = 0.075;
+        fixed.positions[5].y = 0.075;
+        assert_eq!(fixed.check_slivers(&topology), Ok(()));
+    }
 
     fn two_triangles() -> TriMesh {
         TriMesh {
