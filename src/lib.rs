@@ -35,6 +35,7 @@
 pub mod collide;
 pub mod ffi;
 pub mod integrate;
+pub mod limits;
 pub mod linalg;
 pub mod mesh;
 pub mod model;

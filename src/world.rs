@@ -20,6 +20,7 @@ use crate::collide::track::{Track, TrackError};
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
+use crate::limits::{self, RangeError};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
 use crate::runtime::arena::FrameArena;
@@ -137,6 +138,9 @@ pub enum ClothError {
     /// The isometric model (Wang 2012) cannot be built on this mesh or with these settings.
     #[error(transparent)]
     Isometric(#[from] IsometricClothError),
+    /// A value is outside its range ([`crate::limits`]).
+    #[error(transparent)]
+    Range(#[from] RangeError),
 }
 
 /// A simulation failure: a lost invariant.
@@ -152,12 +156,17 @@ pub enum StepError {
         /// Frame number.
         frame: u64,
     },
-    /// The frame length is not a positive finite number.
-    #[error("frame time step must be positive and finite, got {dt}")]
+    /// The frame length, or its substep, is outside its range ([`limits::check_frame_dt`]).
+    #[error("frame time step {dt:e} s refused: {message}")]
     BadTimeStep {
         /// The rejected dt.
         dt: f32,
+        /// The range it missed.
+        message: String,
     },
+    /// A world setting changed through [`World::settings_mut`] is outside its range.
+    #[error("world settings: {0}")]
+    Settings(RangeError),
 }
 
 /// A collider to create.
@@ -293,28 +302,17 @@ pub struct Cloth {
 }
 
 impl Cloth {
-    /// Validates `desc` and builds the cloth with every buffer sized.
+    /// Validates `desc` ([`Cloth::check_desc`]) and builds the cloth with every buffer sized.
     pub fn new(desc: ClothDesc) -> Result<Self, ClothError> {
+        let topology = Cloth::check_desc(&desc)?;
         let mesh = desc.mesh;
-        mesh.validate()?;
-        let topology = Topology::build(&mesh)?;
-        check_positive("density", desc.density)?;
-        check_non_negative("thickness", desc.thickness)?;
-        check_non_negative("friction", desc.friction)?;
-        check_non_negative("air_damping", desc.air_damping)?;
-        if !desc.pin_velocity.is_finite() || !desc.initial_velocity.is_finite() {
-            return Err(ClothError::Parameter {
-                name: "velocity",
-                message: "pin and initial velocities must be finite".into(),
-            });
-        }
         let n = mesh.num_vertices();
-        if let Some(v) = (0..n).find(|&v| topology.vertex_triangles(v).is_empty()) {
-            return Err(ClothError::IsolatedVertex { vertex: v as u32 });
-        }
         let system = ImplicitEuler::new(&mesh, &topology, desc.model)?;
         let areas: Vec<f64> = system.triangle_rest().iter().map(|r| r.area).collect();
         let mass = lumped_masses(n, &mesh.triangles, &areas, f64::from(desc.density));
+        // `ClothState::new` requires finite positive masses: a density and rest areas in range
+        // can still multiply out of it.
+        limits::check_vertex_masses("density", &mass)?;
         let mut state = ClothState::new(mesh.positions.clone(), mass);
         state.velocities_mut().fill(desc.initial_velocity);
         let mut pins = Vec::with_capacity(desc.pins.len());
@@ -339,7 +337,6 @@ impl Cloth {
         let edges = topology.edges().to_vec();
         let rest_lengths = rest_edge_lengths(&mesh, &topology);
         let c = desc.collision;
-        check_non_negative("collision.thickness", c.thickness)?;
         check_non_negative("collision.repulsion_stiffness", c.repulsion_stiffness)?;
         check_non_negative("collision.friction", c.friction)?;
         let collision =
@@ -366,6 +363,51 @@ impl Cloth {
             isometric: None,
             arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
         })
+    }
+
+    /// Every check of [`Cloth::new`] that needs no solver data, in its order; returns the
+    /// mesh's topology. The mesh: [`TriMesh::validate`], [`Topology::build`],
+    /// [`TriMesh::check_slivers`], no isolated vertex, [`limits::check_cloth_geometry`]; then
+    /// `density` (positive), `thickness` (the cloth's and the collision stage's,
+    /// [`limits::check_thickness`]), `friction` and `air_damping` (non-negative), `velocity`
+    /// and `pin_velocity` ([`limits::check_speed`]), and the lumped masses from the rest areas
+    /// (material coordinates, else positions; [`limits::check_vertex_masses`], named
+    /// `density`). Scene files run it when they load, to name the line of what it refuses.
+    pub fn check_desc(desc: &ClothDesc) -> Result<Topology, ClothError> {
+        let mesh = &desc.mesh;
+        mesh.validate()?;
+        let topology = Topology::build(mesh)?;
+        mesh.check_slivers(&topology)?;
+        let n = mesh.num_vertices();
+        if let Some(v) = (0..n).find(|&v| topology.vertex_triangles(v).is_empty()) {
+            return Err(ClothError::IsolatedVertex { vertex: v as u32 });
+        }
+        limits::check_cloth_geometry(&mesh.positions, mesh.corner_uvs.as_deref())?;
+        check_positive("density", desc.density)?;
+        let size = limits::cloth_size(&mesh.positions);
+        limits::check_thickness(desc.thickness, size)?;
+        limits::check_thickness(desc.collision.thickness, size)?;
+        check_non_negative("friction", desc.friction)?;
+        check_non_negative("air_damping", desc.air_damping)?;
+        limits::check_speed("velocity", desc.initial_velocity)?;
+        limits::check_speed("pin_velocity", desc.pin_velocity)?;
+        let areas: Vec<f64> = match &mesh.corner_uvs {
+            Some(uvs) => uvs
+                .iter()
+                .map(|[a, b, c]| 0.5 * f64::from((*b - *a).perp_dot(*c - *a)).abs())
+                .collect(),
+            None => mesh
+                .triangles
+                .iter()
+                .map(|t| {
+                    let [a, b, c] = t.map(|i| mesh.positions[i as usize].as_dvec3());
+                    0.5 * (b - a).cross(c - a).length()
+                })
+                .collect(),
+        };
+        let mass = lumped_masses(n, &mesh.triangles, &areas, f64::from(desc.density));
+        limits::check_vertex_masses("density", &mass)?;
+        Ok(topology)
     }
 
     /// Builds a cloth integrated by the isometric model of Wang 2012 (`crate::integrate::
@@ -683,6 +725,9 @@ impl World {
     /// collision data is rebuilt for the new obstacle soup (creation time).
     pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
         desc.mesh.validate()?;
+        limits::check_points("positions", &desc.mesh.positions)?;
+        check_pose(&desc.pose)?;
+        check_motion(&desc.motion)?;
         if !(desc.thickness.is_finite() && desc.thickness >= 0.0) {
             return Err(MeshError::InvalidParameter {
                 name: "thickness",
@@ -753,6 +798,9 @@ impl World {
     /// and impact zones; otherwise (a thin rod, an isometric cloth, a plane or a
     /// box) the tessellation takes part in all three.
     pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
+        check_shape(&desc.shape)?;
+        check_pose(&desc.pose)?;
+        check_motion(&desc.motion)?;
         let mesh = tessellate(&desc.shape)?;
         // Friction 0 on the tessellation: the solve's contact filters apply
         // this collider's friction already.
@@ -874,8 +922,19 @@ impl World {
         h.finish()
     }
 
+    /// What [`World::step`] checks before it changes anything: `dt` and its substeps in their
+    /// ranges ([`limits::check_frame_dt`]) and the gravity ([`limits::check_gravity`], which
+    /// [`World::settings_mut`] may have changed).
+    pub fn check_step(&self, dt: f32) -> Result<(), StepError> {
+        limits::check_frame_dt(dt, self.settings.substeps).map_err(|e| StepError::BadTimeStep {
+            dt,
+            message: e.message,
+        })?;
+        limits::check_gravity(self.settings.gravity).map_err(StepError::Settings)
+    }
+
     /// Advances one frame of length `dt` (s), inside the world's thread pool
-    /// when one is set.
+    /// when one is set. A refused `dt` ([`World::check_step`]) changes nothing.
     pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
         match self.pool.clone() {
             Some(pool) => pool.install(|| self.step_frame(dt)),
@@ -884,9 +943,8 @@ impl World {
     }
 
     fn step_frame(&mut self, dt: f32) -> Result<FrameStats, StepError> {
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(StepError::BadTimeStep { dt });
-        }
+        // Checked before anything moves: a refused frame leaves the world as it was.
+        self.check_step(dt)?;
         let t0 = self.clock.now();
         let mut deadline = Deadline::start(self.clock.clone(), self.settings.budget.frame_ms);
         let mut stats = FrameStats::default();
@@ -1292,12 +1350,8 @@ impl World {
         target: Vec3,
         velocity: Vec3,
     ) -> Result<(), EditError> {
-        if !target.is_finite() || !velocity.is_finite() {
-            return Err(EditError::Value {
-                what: "pin",
-                message: format!("target {target} and velocity {velocity} must be finite"),
-            });
-        }
+        limits::check_point("pin target", target)?;
+        limits::check_speed("pin velocity", velocity)?;
         let c = self.cloth_mut(cloth)?;
         let count = c.state.len();
         if vertex as usize >= count {
@@ -1383,15 +1437,7 @@ impl World {
                 message: format!("{} masses for {} vertices", masses.len(), c.state.len()),
             });
         }
-        if let Some(i) = masses.iter().position(|m| !(m.is_finite() && *m > 0.0)) {
-            return Err(EditError::Value {
-                what: "masses",
-                message: format!(
-                    "mass of vertex {i} must be positive and finite, got {}",
-                    masses[i]
-                ),
-            });
-        }
+        limits::check_vertex_masses("masses", masses)?;
         let mut state = ClothState::new(c.state.positions().to_vec(), masses.to_vec());
         state.velocities_mut().copy_from_slice(c.state.velocities());
         for p in &c.pins {
@@ -1416,25 +1462,59 @@ impl Collider {
 /// keyframe tracks move their bodies.
 pub use crate::collide::track::motion_between;
 
-fn check_pose(pose: &Pose) -> Result<(), EditError> {
-    if pose.translation.is_finite() && pose.rotation.is_finite() && pose.rotation.is_normalized() {
+/// A body's pose: its position within [`limits::MAX_COORDINATE`], its rotation a unit quaternion.
+pub(crate) fn check_pose(pose: &Pose) -> Result<(), RangeError> {
+    limits::check_point("pose.position", pose.translation)?;
+    if pose.rotation.is_finite() && pose.rotation.is_normalized() {
         Ok(())
     } else {
-        Err(EditError::Value {
-            what: "pose",
-            message: "translation must be finite and rotation a unit quaternion".into(),
+        Err(RangeError {
+            what: "pose.rotation",
+            message: format!("must be a unit quaternion, got {}", pose.rotation),
         })
     }
 }
 
-fn check_motion(motion: &Motion) -> Result<(), EditError> {
-    if motion.linear_velocity.is_finite() && motion.angular_velocity.is_finite() {
-        Ok(())
-    } else {
-        Err(EditError::Value {
-            what: "motion",
-            message: "velocities must be finite".into(),
-        })
+/// A body's rigid motion: within [`limits::MAX_SPEED`] and [`limits::MAX_ANGULAR_SPEED`].
+pub(crate) fn check_motion(motion: &Motion) -> Result<(), RangeError> {
+    limits::check_speed("linear_velocity", motion.linear_velocity)?;
+    limits::check_angular_speed("angular_velocity", motion.angular_velocity)
+}
+
+/// An analytic shape's sizes within the collider range ([`limits::check_collider_size`]).
+pub(crate) fn check_shape(shape: &Shape) -> Result<(), RangeError> {
+    match *shape {
+        Shape::Plane => Ok(()),
+        Shape::Sphere { radius } => limits::check_collider_size("radius", radius),
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => {
+            limits::check_collider_size("radius", radius)?;
+            limits::check_collider_size("half_length", half_length)
+        }
+        Shape::Cuboid { half_extents } => half_extents
+            .to_array()
+            .iter()
+            .try_for_each(|&h| limits::check_collider_size("half_extents", h)),
+    }
+}
+
+impl From<RangeError> for EditError {
+    fn from(e: RangeError) -> Self {
+        EditError::Value {
+            what: e.what,
+            message: e.message,
+        }
+    }
+}
+
+impl From<RangeError> for MeshError {
+    fn from(e: RangeError) -> Self {
+        MeshError::InvalidParameter {
+            name: e.what,
+            message: e.message,
+        }
     }
 }
 

@@ -173,6 +173,11 @@ pub unsafe extern "C" fn weft_cloth_set_pins(
             if let Some(i) = t.iter().position(|x| !x.is_finite()) {
                 return Err(FfiError::non_finite(&format!("targets[{i}]")));
             }
+            for (k, p) in t.chunks_exact(3).enumerate() {
+                crate::limits::check_point("targets", Vec3::new(p[0], p[1], p[2])).map_err(
+                    |e| FfiError::invalid(format!("targets[{}..{}]: {e}", 3 * k, 3 * k + 3)),
+                )?;
+            }
             Some(t)
         };
         for (k, &v) in vs.iter().enumerate() {

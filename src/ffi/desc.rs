@@ -648,23 +648,24 @@ pub(crate) unsafe fn read_mesh(
     })
 }
 
-/// A validated pose (the quaternion normalised).
+/// A value outside its `limits` range, as `WEFT_STATUS_INVALID_ARGUMENT`.
+pub(crate) fn range(e: crate::limits::RangeError) -> FfiError {
+    FfiError::invalid(e.to_string())
+}
+
+/// A validated pose: the position within ±`WEFT_MAX_COORDINATE`, the quaternion of unit norm
+/// (within `WEFT_QUATERNION_NORM_TOLERANCE`), returned normalised.
 pub(crate) fn read_pose(p: &weft_pose) -> Result<Pose, FfiError> {
     let translation = vec3(p.position, "pose.position")?;
+    crate::limits::check_point("pose.position", translation).map_err(range)?;
     let q = Quat::from_array(p.rotation);
     if !q.is_finite() {
         return Err(FfiError::non_finite("pose.rotation"));
     }
-    let len = q.length();
-    // `q` is finite, so `len` is too.
-    if len <= 1e-6 {
-        return Err(FfiError::invalid(format!(
-            "`pose.rotation` must be a non-zero quaternion, its length is {len}"
-        )));
-    }
+    let rotation = crate::limits::check_quaternion("pose.rotation", q).map_err(range)?;
     Ok(Pose {
         translation,
-        rotation: q.normalize(),
+        rotation,
     })
 }
 
@@ -691,6 +692,7 @@ impl weft_world_desc {
     pub(crate) fn settings(&self) -> Result<WorldSettings, FfiError> {
         check_size::<Self>(self.size, "weft_world_desc")?;
         let gravity = vec3(self.gravity, "gravity")?;
+        crate::limits::check_gravity(gravity).map_err(range)?;
         count(self.substeps, 1, 1000, "substeps")?;
         count(self.worker_threads, 0, WEFT_MAX_THREADS, "worker_threads")?;
         let ms = finite64(self.frame_budget_ms, "frame_budget_ms")?;
@@ -1330,6 +1332,9 @@ impl weft_collider_desc {
                 )));
             }
         };
+        if let ColliderSpec::Analytic(shape) = &spec {
+            crate::world::check_shape(shape).map_err(range)?;
+        }
         let pose = read_pose(&self.pose)?;
         let friction = non_negative(self.friction, "friction")?;
         let thickness = non_negative(self.thickness, "thickness")?;

@@ -116,6 +116,16 @@ impl<T> HandleTable<T> {
             .filter_map(|(i, s)| s.value.as_ref().map(|v| (i as u32, s.generation, v)))
     }
 
+    /// Number of slots, live or free (the bound of [`HandleTable::slot`]).
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The live value in slot `k`, if any.
+    pub(crate) fn slot(&self, k: usize) -> Option<&T> {
+        self.slots.get(k).and_then(|s| s.value.as_ref())
+    }
+
     /// Live values, mutably, in slot order.
     pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.slots.iter_mut().filter_map(|s| s.value.as_mut())

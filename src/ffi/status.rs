@@ -86,7 +86,7 @@ impl From<ClothError> for FfiError {
                 S::WEFT_STATUS_INVALID_MESH
             }
             ClothError::Parameter { .. } => S::WEFT_STATUS_INVALID_ARGUMENT,
-            ClothError::Isometric(_) => S::WEFT_STATUS_INVALID_ARGUMENT,
+            ClothError::Isometric(_) | ClothError::Range(_) => S::WEFT_STATUS_INVALID_ARGUMENT,
         };
         Self::new(status, e.to_string())
     }
@@ -114,7 +114,9 @@ impl From<StepError> for FfiError {
     fn from(e: StepError) -> Self {
         let status = match e {
             StepError::NonFinite { .. } => S::WEFT_STATUS_SIMULATION_FAILED,
-            StepError::BadTimeStep { .. } => S::WEFT_STATUS_INVALID_ARGUMENT,
+            StepError::BadTimeStep { .. } | StepError::Settings(_) => {
+                S::WEFT_STATUS_INVALID_ARGUMENT
+            }
         };
         Self::new(status, e.to_string())
     }

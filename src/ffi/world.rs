@@ -252,8 +252,12 @@ impl weft_world {
     }
 
     /// One frame: kinematic targets become velocities, the world steps in the
-    /// world's pool, targets are then held. A step that loses its invariants
-    /// restores every cloth's positions and velocities from before it.
+    /// world's pool, targets are then held. Everything is checked before
+    /// anything changes (`dt`, and the velocities the pending pin targets and
+    /// poses imply over it: `limits::MAX_SPEED`, `limits::MAX_ANGULAR_SPEED`),
+    /// so a refused step leaves the world, its pending targets included, as it
+    /// was. A step that loses its invariants restores every cloth's positions
+    /// and velocities from before it.
     pub(crate) fn step(&mut self, dt: f32) -> Result<weft_step_stats, FfiError> {
         if !dt.is_finite() {
             return Err(FfiError::non_finite("dt"));
@@ -263,39 +267,50 @@ impl weft_world {
                 "`dt` must be positive, got {dt}"
             )));
         }
-        // Pins: velocity (target − current target)/dt over the frame.
+        self.world.check_step(dt)?;
+        // Two passes over the pending targets, so nothing is stored until all
+        // pass (and nothing is allocated): check, then apply.
+        for e in self.cloths.iter().map(|(_, _, e)| e) {
+            for &(vertex, goal) in &e.pending_pins {
+                self.pin_motion(e.index, vertex, goal, dt)?;
+            }
+        }
+        for e in self.colliders.iter().map(|(_, _, e)| e) {
+            if let Some(goal) = e.pending_pose {
+                self.body_motion(e.kind, goal, dt)?;
+            }
+        }
+        // Nothing is refused from here on.
         for e in self.cloths.values_mut() {
             let c = &self.world.cloths()[e.index];
             e.backup_x.copy_from_slice(c.state().positions());
             e.backup_v.copy_from_slice(c.state().velocities());
-            for k in 0..e.pending_pins.len() {
-                let (vertex, goal) = e.pending_pins[k];
-                let now = self.world.cloths()[e.index]
-                    .pins()
-                    .iter()
-                    .find(|p| p.vertex == vertex)
-                    .map(|p| p.target)
-                    .ok_or_else(|| {
-                        FfiError::invalid(format!("vertex {vertex} was unpinned before the step"))
-                    })?;
-                self.world
-                    .pin_vertex(e.index, vertex, now, (goal - now) / dt)?;
+        }
+        // Pins: velocity (target − current target)/dt over the frame.
+        for k in 0..self.cloths.slot_count() {
+            let Some(e) = self.cloths.slot(k) else {
+                continue;
+            };
+            let cloth = e.index;
+            for p in 0..e.pending_pins.len() {
+                let Some(e) = self.cloths.slot(k) else { break };
+                let (vertex, goal) = e.pending_pins[p];
+                let (now, velocity) = self.pin_motion(cloth, vertex, goal, dt)?;
+                self.world.pin_vertex(cloth, vertex, now, velocity)?;
             }
         }
         // Colliders: the constant motion from the pose now to the target.
-        for e in self.colliders.values_mut() {
-            let Some(goal) = e.pending_pose else { continue };
-            match e.kind {
-                ColliderKind::Analytic(i) => {
-                    let now = self.world.colliders()[i].pose();
-                    self.world
-                        .set_collider_motion(i, motion_between(&now, &goal, dt))?;
-                }
-                ColliderKind::Mesh(i) => {
-                    let now = self.world.obstacles()[i].pose();
-                    self.world
-                        .set_obstacle_motion(i, motion_between(&now, &goal, dt))?;
-                }
+        for k in 0..self.colliders.slot_count() {
+            let Some(e) = self.colliders.slot(k) else {
+                continue;
+            };
+            let (kind, Some(goal)) = (e.kind, e.pending_pose) else {
+                continue;
+            };
+            let motion = self.body_motion(kind, goal, dt)?;
+            match kind {
+                ColliderKind::Analytic(i) => self.world.set_collider_motion(i, motion)?,
+                ColliderKind::Mesh(i) => self.world.set_obstacle_motion(i, motion)?,
             }
         }
         let result = self.in_pool(|world| world.step(dt));
@@ -339,6 +354,56 @@ impl weft_world {
                 Err(e.into())
             }
         }
+    }
+}
+
+impl weft_world {
+    /// The target now of pinned `vertex` of world cloth `cloth` and the velocity that reaches
+    /// `goal` in `dt`, checked against `limits::MAX_SPEED`.
+    fn pin_motion(
+        &self,
+        cloth: usize,
+        vertex: u32,
+        goal: Vec3,
+        dt: f32,
+    ) -> Result<(Vec3, Vec3), FfiError> {
+        let now = self.world.cloths()[cloth]
+            .pins()
+            .iter()
+            .find(|p| p.vertex == vertex)
+            .map(|p| p.target)
+            .ok_or_else(|| {
+                FfiError::invalid(format!("vertex {vertex} was unpinned before the step"))
+            })?;
+        let velocity = (goal - now) / dt;
+        crate::limits::check_speed("pin target", velocity).map_err(|e| {
+            FfiError::invalid(format!(
+                "vertex {vertex}: the pending pin target {goal} is {:e} m from the target now, \
+                 {:e} m/s over dt = {dt} s: {e}",
+                (goal - now).length(),
+                velocity.length()
+            ))
+        })?;
+        Ok((now, velocity))
+    }
+
+    /// The constant motion that takes a collider from its pose now to `goal` in `dt`, checked
+    /// against `limits::MAX_SPEED` and `limits::MAX_ANGULAR_SPEED`.
+    fn body_motion(&self, kind: ColliderKind, goal: Pose, dt: f32) -> Result<Motion, FfiError> {
+        let now = match kind {
+            ColliderKind::Analytic(i) => self.world.colliders()[i].pose(),
+            ColliderKind::Mesh(i) => self.world.obstacles()[i].pose(),
+        };
+        let motion = motion_between(&now, &goal, dt);
+        crate::world::check_motion(&motion).map_err(|e| {
+            FfiError::invalid(format!(
+                "the pending collider pose is {:e} m and {:e} rad from the pose now, over \
+                 dt = {dt} s: {e}",
+                (goal.translation - now.translation).length(),
+                goal.rotation.angle_between(now.rotation)
+            ))
+        })?;
+        Ok(motion)
     }
 }
 
