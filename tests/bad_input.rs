@@ -250,3 +250,228 @@ fn random_garbage_never_panics() {
         let _ = load_and_build(&GOOD[..cut]);
     }
 }
+
+/// The error of `text` as a `Value` error: (line, key, message).
+fn value_error(text: &str) -> (usize, String, String) {
+    let (e, m) = err(text);
+    match e {
+        SceneError::Value { line, key, .. } => (line, key, m),
+        other => panic!("expected a value error, got {other:?}: {m}"),
+    }
+}
+
+/// The 1-based line of the first line of `text` that starts with `prefix`.
+fn line_of(text: &str, prefix: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?}"))
+        + 1
+}
+
+#[test]
+fn cloth_values_name_their_line_and_key() {
+    for (key, value) in [
+        ("density", "0.0"),
+        ("density", "-1.0"),
+        ("density", "nan"),
+        ("thickness", "inf"),
+        ("thickness", "1e30"),
+        ("velocity", "[nan, 0.0, 0.0]"),
+        ("velocity", "[1e30, 0.0, 0.0]"),
+        ("air_damping", "-1.0"),
+    ] {
+        let text = GOOD.replace(
+            "[[cloth]]\n",
+            &format!("[[cloth]]\nname = \"c\"\n{key} = {value}\n"),
+        );
+        let (line, k, m) = value_error(&text);
+        assert_eq!(k, format!("cloth[0].{key}"), "{key} = {value}: {m}");
+        assert_eq!(line, line_of(&text, key), "{key} = {value}: {m}");
+        assert!(
+            m.starts_with(&format!("scene.toml:{line}: key `cloth[0].{key}`")),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn second_cloth_errors_point_into_the_second_cloth() {
+    let text = format!(
+        "{GOOD}\n[[cloth]]\nthickness = 0.004\n[cloth.grid]\nvertices = [5, 5]\n\n\
+         [[cloth.pin]]\nvertices = [1]\n[[cloth.pin]]\nvertices = [200]\n"
+    );
+    let (line, key, m) = value_error(&text);
+    assert_eq!(key, "cloth[1].pin[1].vertices", "{m}");
+    assert_eq!(line, text.lines().count(), "{m}");
+}
+
+#[test]
+fn one_by_one_grid_names_vertices_and_its_line() {
+    let text = GOOD.replace("vertices = [5, 5]", "vertices = [1, 1]");
+    let (line, key, m) = value_error(&text);
+    assert_eq!(key, "cloth[0].grid.vertices", "{m}");
+    assert_eq!(line, line_of(&text, "vertices"), "{m}");
+    assert!(m.contains("vertices[0] = 1"), "{m}");
+    let text = GOOD.replace("vertices = [5, 5]", "vertices = [5, 1]");
+    let (_, key, m) = value_error(&text);
+    assert_eq!(key, "cloth[0].grid.vertices", "{m}");
+    assert!(m.contains("vertices[1] = 1"), "{m}");
+}
+
+#[test]
+fn absurd_but_finite_values_are_refused_with_their_key() {
+    for (from, to, expected) in [
+        ("fps = 60", "fps = 1e-6", "fps"),
+        ("fps = 60", "fps = 1e9", "fps"),
+        (
+            "fps = 60",
+            "fps = 60\ngravity = [0.0, -1e30, 0.0]",
+            "gravity",
+        ),
+        ("radius = 0.3", "radius = 1e-30", "collider[0].radius"),
+        ("radius = 0.3", "radius = 1e30", "collider[0].radius"),
+        (
+            "radius = 0.3",
+            "radius = 0.3\nposition = [1e30, 0, 0]",
+            "collider[0].position",
+        ),
+        (
+            "radius = 0.3",
+            "radius = 0.3\nlinear_velocity = [0, 1e30, 0]",
+            "collider[0].linear_velocity",
+        ),
+        (
+            "radius = 0.3",
+            "radius = 0.3\nangular_velocity = [0, 1e30, 0]",
+            "collider[0].angular_velocity",
+        ),
+        (
+            "bend = 1e-5",
+            "bend = 1e-5\n[cloth.transform]\nscale = 1e30",
+            "cloth[0].transform.scale",
+        ),
+        (
+            "bend = 1e-5",
+            "bend = 1e-5\n[cloth.transform]\nscale = 1e-30",
+            "cloth[0].transform.scale",
+        ),
+        (
+            "bend = 1e-5",
+            "bend = 1e-5\n[cloth.transform]\ntranslation = [0, 1e30, 0]",
+            "cloth[0].transform.translation",
+        ),
+    ] {
+        let text = GOOD.replace(from, to);
+        let (line, key, m) = value_error(&text);
+        assert_eq!(key, expected, "{to}: {m}");
+        let written = to
+            .lines()
+            .last()
+            .expect("one line")
+            .split('=')
+            .next()
+            .expect("key");
+        assert_eq!(line, line_of(&text, written.trim()), "{to}: {m}");
+    }
+}
+
+/// Writes `obj` as `<dir>/mesh.obj` and a scene using it as `[[cloth]] obj`; loads it.
+fn obj_cloth_error(name: &str, obj: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("weft-obj-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("mesh.obj"), obj).expect("write");
+    std::fs::write(
+        dir.join("s.toml"),
+        "fps = 60\n\n[[cloth]]\nobj = \"mesh.obj\"\n",
+    )
+    .expect("write");
+    let e = scene::load(&dir.join("s.toml"))
+        .and_then(|s| s.instantiate())
+        .expect_err("an invalid OBJ cloth");
+    std::fs::remove_dir_all(&dir).ok();
+    let m = e.to_string();
+    assert!(
+        matches!(e, SceneError::Mesh { ref key, .. } if key == "cloth[0].obj"),
+        "{m}"
+    );
+    assert!(m.contains("s.toml"), "{m}");
+    m
+}
+
+#[test]
+fn obj_mesh_errors_name_the_obj_file_line_and_face() {
+    let quad = "v 0 0 0\nv 1 0 0\nv 1 0 1\nv 0 0 1\n";
+    let m = obj_cloth_error("empty", "");
+    assert!(m.contains("mesh.obj: mesh is empty"), "{m}");
+    let m = obj_cloth_error("nofaces", quad);
+    assert!(m.contains("mesh.obj: mesh is empty"), "{m}");
+    // Face 1 (line 6) is three collinear corners.
+    let m = obj_cloth_error("zeroarea", &format!("{quad}f 1 3 2\nf 1 2 2\n"));
+    assert!(
+        m.contains("mesh.obj:6: face 1: a vertex index is repeated"),
+        "{m}"
+    );
+    let m = obj_cloth_error(
+        "collinear",
+        "v 0 0 0\nv 1 0 0\nv 2 0 0\nv 0 0 1\nf 1 4 2\nf 1 2 3\n",
+    );
+    assert!(m.contains("mesh.obj:6: face 1: zero area"), "{m}");
+    // Three faces on edge 1-2; the third (line 8) makes it non-manifold.
+    let m = obj_cloth_error(
+        "nonmanifold",
+        "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 -1 0\nv 0 0 1\nf 1 2 3\nf 2 1 4\nf 1 2 5\n",
+    );
+    assert!(m.contains("mesh.obj:8: edge 0-1"), "{m}");
+    assert!(m.contains("non-manifold"), "{m}");
+}
+
+#[test]
+fn obj_sliver_is_refused_naming_file_line_and_face() {
+    // A strip of 2 × 21 vertices, rows 5 cm apart, the eleventh row 1 µm after the tenth.
+    let mut obj = String::new();
+    for r in 0..21 {
+        let y = if r <= 10 {
+            0.05 * r as f32
+        } else {
+            0.05 * (r - 1) as f32 + 1e-6
+        };
+        obj.push_str(&format!("v 0 {y} 0\nv 0.05 {y} 0\n"));
+    }
+    for r in 0..20 {
+        let a = 2 * r + 1;
+        obj.push_str(&format!(
+            "f {} {} {}\nf {} {} {}\n",
+            a,
+            a + 1,
+            a + 3,
+            a,
+            a + 3,
+            a + 2
+        ));
+    }
+    let m = obj_cloth_error("sliver", &obj);
+    // Faces 20 and 21 span the 1 µm row; face 20 is on line 42 + 20 + 1.
+    assert!(m.contains("mesh.obj:63: face 20: a sliver"), "{m}");
+}
+
+#[test]
+fn obj_uvs_scaled_out_of_range_are_refused() {
+    let dir = std::env::temp_dir().join(format!("weft-obj-uv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("mesh.obj"),
+        "v 0 0 0\nv 1 0 0\nv 1 0 1\nv 0 0 1\nvt 0 0\nvt 1e30 0\nvt 1e30 1e30\nvt 0 1e30\n\
+         f 1/1 3/3 2/2\nf 1/1 4/4 3/3\n",
+    )
+    .expect("write");
+    let text = "fps = 60\n\n[[cloth]]\nobj = \"mesh.obj\"\n";
+    std::fs::write(dir.join("s.toml"), text).expect("write");
+    let e = scene::load(&dir.join("s.toml")).expect_err("uvs 1e30");
+    std::fs::remove_dir_all(&dir).ok();
+    let m = e.to_string();
+    assert!(
+        matches!(e, SceneError::Value { line: 4, ref key, .. } if key == "cloth[0].obj"),
+        "{m}"
+    );
+    assert!(m.contains("uvs"), "{m}");
+}

@@ -24,12 +24,12 @@ use crate::collide::track::{Keyframe, Track, TrackError, pose_from_euler_deg};
 use crate::integrate::implicit_euler::{BendingIntegration, BendingModel, BwSettings, RestAngles};
 use crate::integrate::isometric_cloth::IsometricDesc;
 use crate::linalg::{PcgSettings, Preconditioner};
-use crate::mesh::{Diagonals, GridSpec, MeshError, grid, read_obj_file, tube};
+use crate::mesh::{Diagonals, GridSpec, MeshError, Topology, grid, read_obj_file_with_lines, tube};
 use crate::model::baraff_witkin::{BendParams, JacobianMode, MembraneParams};
 use crate::runtime::budget::Budget;
 use crate::world::{
-    Animated, ClothDesc, ClothError, ColliderDesc, ObstacleDesc, StepControl, World, WorldSettings,
-    tessellate,
+    Animated, Cloth, ClothDesc, ClothError, ColliderDesc, ObstacleDesc, StepControl, World,
+    WorldSettings, tessellate,
 };
 use file::{
     ClothSection, ColliderSection, DiagonalKind, GridPlane, JacobianKind, KeyframeSection,
@@ -217,6 +217,76 @@ fn find_key_line(text: &str, section: &str, nth: usize, key: &str) -> usize {
     0
 }
 
+/// The header name of a `[table]` or `[[array]]` line, if `line` is one.
+fn header_of(line: &str) -> Option<&str> {
+    let line = line.trim();
+    line.starts_with('[').then(|| {
+        line.split(']')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('[')
+            .trim()
+    })
+}
+
+/// 1-based line of `key` in cloth `ci` (the `ci`-th `[[cloth]]`): in its `nth` sub-table
+/// `[cloth.<sub>]` / `[[cloth.<sub>]]` when `sub` is `Some((sub, nth))` (or on the `sub = {...}`
+/// line of an inline table), else among the cloth's own keys; the sub-table's header line, or
+/// the cloth's, when the key is not written (a default); 0 only when the cloth has no
+/// `[[cloth]]` header (a text that does not parse).
+fn cloth_line(text: &str, ci: usize, sub: Option<(&str, usize)>, key: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    // The cloth's region: from its header to the next header outside `cloth.*`.
+    let Some(start) = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| header_of(l) == Some("cloth"))
+        .nth(ci)
+        .map(|(i, _)| i)
+    else {
+        return 0;
+    };
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| header_of(l).is_some_and(|h| h == "cloth" || !h.starts_with("cloth.")))
+        .map_or(lines.len(), |k| start + 1 + k);
+    let key_in = |from: usize, to: usize, key: &str| {
+        (from..to).find(|&i| {
+            let l = lines[i].trim();
+            header_of(l).is_none() && l.split_once('=').is_some_and(|(k, _)| k.trim() == key)
+        })
+    };
+    // The block of the cloth's own keys ends at its first sub-table.
+    let own_end = lines[start + 1..end]
+        .iter()
+        .position(|l| header_of(l).is_some())
+        .map_or(end, |k| start + 1 + k);
+    let found = match sub {
+        None => key_in(start + 1, own_end, key).unwrap_or(start),
+        Some((name, nth)) => {
+            let full = format!("cloth.{name}");
+            let header = lines[start + 1..end]
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| header_of(l) == Some(full.as_str()))
+                .nth(nth)
+                .map(|(k, _)| start + 1 + k);
+            match header {
+                Some(h) => {
+                    let h_end = lines[h + 1..end]
+                        .iter()
+                        .position(|l| header_of(l).is_some())
+                        .map_or(end, |k| h + 1 + k);
+                    key_in(h + 1, h_end, key).unwrap_or(h)
+                }
+                // An inline table (`grid = { ... }`) on the cloth's own lines.
+                None => key_in(start + 1, own_end, name).unwrap_or(start),
+            }
+        }
+    };
+    found + 1
+}
+
 impl Scene {
     /// Parses and loads scene text; relative paths resolve against `path`'s folder.
     pub fn from_toml(text: &str, path: &Path) -> Result<Scene, SceneError> {
@@ -244,6 +314,16 @@ impl Scene {
                 format!("must be positive, got {}", sf.fps),
             ));
         }
+        // The frame length 1/fps and its substeps in their ranges (`limits::check_frame_dt`).
+        if let Err(e) = crate::limits::check_frame_dt(1.0 / sf.fps, sf.substeps.max(1)) {
+            return Err(value_err(
+                "",
+                0,
+                "fps",
+                "fps".into(),
+                format!("{} frames a second: 1/fps {}", sf.fps, e.message),
+            ));
+        }
         if sf.substeps == 0 || sf.substeps > 1000 {
             return Err(value_err(
                 "",
@@ -253,14 +333,8 @@ impl Scene {
                 format!("must be in 1..=1000, got {}", sf.substeps),
             ));
         }
-        if !sf.gravity.iter().all(|g| g.is_finite()) {
-            return Err(value_err(
-                "",
-                0,
-                "gravity",
-                "gravity".into(),
-                "must be finite".into(),
-            ));
+        if let Err(e) = crate::limits::check_gravity(Vec3::from_array(sf.gravity)) {
+            return Err(value_err("", 0, "gravity", "gravity".into(), e.message));
         }
         let s = &sf.solver;
         if s.cg_max_iterations == 0 {
@@ -499,6 +573,32 @@ fn track_of(keys: &[KeyframeSection]) -> Result<Option<Track>, (String, String)>
     if keys.is_empty() {
         return Ok(None);
     }
+    for (i, k) in keys.iter().enumerate() {
+        crate::limits::check_point("position", Vec3::from_array(k.position))
+            .map_err(|e| (format!("keyframes[{i}].position"), e.message))?;
+    }
+    // The motion between consecutive keyframes, within the speed ranges (times and rotations
+    // are checked by `Track::new` below).
+    for (i, w) in keys.windows(2).enumerate() {
+        let span = w[1].time - w[0].time;
+        if !(span.is_finite() && span > 0.0) {
+            continue;
+        }
+        let (a, b) = (
+            pose_from_euler_deg(w[0].position, w[0].rotation_deg),
+            pose_from_euler_deg(w[1].position, w[1].rotation_deg),
+        );
+        let v = (b.translation - a.translation) / span as f32;
+        let omega = a.rotation.angle_between(b.rotation) / span as f32;
+        crate::limits::check_speed("position", v)
+            .and_then(|()| crate::limits::check_angular_speed("rotation_deg", Vec3::X * omega))
+            .map_err(|e| {
+                (
+                    format!("keyframes[{}].{}", i + 1, e.what),
+                    format!("reached from keyframes[{i}] in {span} s: {}", e.message),
+                )
+            })?;
+    }
     let frames = keys
         .iter()
         .map(|k| Keyframe {
@@ -524,8 +624,9 @@ fn shape_of(
     half_extents: Option<[f32; 3]>,
 ) -> Result<Shape, (&'static str, String)> {
     let positive = |key: &'static str, v: Option<f32>| match v {
-        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-        Some(x) => Err((key, format!("must be positive, got {x}"))),
+        Some(x) => crate::limits::check_collider_size(key, x)
+            .map(|()| x)
+            .map_err(|e| (key, e.message)),
         None => Err((key, format!("required for shape {kind:?}"))),
     };
     Ok(match kind {
@@ -539,8 +640,9 @@ fn shape_of(
         },
         ShapeKind::Box => {
             let h = half_extents.ok_or(("half_extents", "required for shape Box".to_string()))?;
-            if !h.iter().all(|x| x.is_finite() && *x > 0.0) {
-                return Err(("half_extents", "must be positive".into()));
+            for x in h {
+                crate::limits::check_collider_size("half_extents", x)
+                    .map_err(|e| ("half_extents", e.message))?;
             }
             Shape::Cuboid {
                 half_extents: Vec3::from_array(h),
@@ -556,16 +658,15 @@ fn check_placement(
     linear_velocity: [f32; 3],
     angular_velocity: [f32; 3],
 ) -> Result<(), (&'static str, String)> {
-    for (key, v) in [
-        ("position", position),
-        ("rotation_deg", rotation_deg),
-        ("linear_velocity", linear_velocity),
-        ("angular_velocity", angular_velocity),
-    ] {
-        if !v.iter().all(|x| x.is_finite()) {
-            return Err((key, "must be finite".into()));
-        }
+    if !rotation_deg.iter().all(|x| x.is_finite()) {
+        return Err(("rotation_deg", "must be finite".into()));
     }
+    let range = |e: crate::limits::RangeError| (e.what, e.message);
+    crate::limits::check_point("position", Vec3::from_array(position)).map_err(range)?;
+    crate::limits::check_speed("linear_velocity", Vec3::from_array(linear_velocity))
+        .map_err(range)?;
+    crate::limits::check_angular_speed("angular_velocity", Vec3::from_array(angular_velocity))
+        .map_err(range)?;
     Ok(())
 }
 
@@ -617,7 +718,11 @@ fn obstacle_desc(
         })
     };
     let mut mesh = match (&o.obj, o.shape) {
-        (Some(obj), None) => read_obj_file(&base.join(obj)).map_err(mesh_err)?,
+        (Some(obj), None) => {
+            let (mesh, lines) = read_obj_file_with_lines(&base.join(obj)).map_err(mesh_err)?;
+            mesh.validate().map_err(|e| mesh_err(lines.place(e)))?;
+            mesh
+        }
         (None, Some(ShapeKind::Plane)) => {
             return Err(Value(
                 "shape",
@@ -636,6 +741,7 @@ fn obstacle_desc(
     if o.scale != 1.0 {
         mesh.transform(glam::Affine3A::from_scale(Vec3::splat(o.scale)));
     }
+    crate::limits::check_points("scale", &mesh.positions).map_err(|e| Value("scale", e.message))?;
     mesh.corner_uvs = None;
     Ok(ObstacleDesc {
         mesh,
@@ -690,7 +796,12 @@ fn cloth_desc(
     let key = |k: &str| format!("cloth[{ci}].{k}");
     let verr = |section: &str, k: &str, message: String| SceneError::Value {
         file: file.to_string(),
-        line: find_key_line(text, section, ci, k),
+        line: cloth_line(
+            text,
+            ci,
+            section.strip_prefix("cloth.").map(|sub| (sub, 0)),
+            k,
+        ),
         key: match section.strip_prefix("cloth.") {
             Some(sub) => key(&format!("{sub}.{k}")),
             None => key(k),
@@ -699,7 +810,7 @@ fn cloth_desc(
     };
     let mesh_err = |source: MeshError| SceneError::Mesh {
         file: file.to_string(),
-        key: format!("cloth[{ci}]"),
+        key: format!("cloth[{ci}].obj"),
         source,
     };
     let mut mesh = match (&c.grid, &c.obj, &c.tube) {
@@ -734,6 +845,18 @@ fn cloth_desc(
                 },
             };
             let mut mesh = grid(&spec).map_err(|e| match e {
+                // The generator's `nx`/`ny` are the two entries of `vertices`.
+                MeshError::InvalidParameter {
+                    name: name @ ("nx" | "ny"),
+                    message,
+                } => {
+                    let i = usize::from(name == "ny");
+                    verr(
+                        "cloth.grid",
+                        "vertices",
+                        format!("vertices[{i}] = {message}"),
+                    )
+                }
                 MeshError::InvalidParameter { name, message } => verr("cloth.grid", name, message),
                 other => mesh_err(other),
             })?;
@@ -758,8 +881,14 @@ fn cloth_desc(
             mesh
         }
         (None, Some(obj), None) if c.icosphere.is_none() => {
-            let p = base.join(obj);
-            read_obj_file(&p).map_err(mesh_err)?
+            let (mesh, lines) = read_obj_file_with_lines(&base.join(obj)).map_err(mesh_err)?;
+            // The mesh checks of `Cloth::check_desc`, here so that a refusal names the OBJ
+            // file and the line of the face.
+            mesh.validate()
+                .and_then(|()| Topology::build(&mesh))
+                .and_then(|topology| mesh.check_slivers(&topology))
+                .map_err(|e| mesh_err(lines.place(e)))?;
+            mesh
         }
         (None, None, None) if c.icosphere.is_some() => {
             let s = c.icosphere.as_ref().expect("matched on is_some");
@@ -779,7 +908,7 @@ fn cloth_desc(
         _ => {
             return Err(SceneError::Value {
                 file: file.to_string(),
-                line: find_key_line(text, "cloth", ci, "cloth"),
+                line: cloth_line(text, ci, None, ""),
                 key: format!("cloth[{ci}]"),
                 message: "give exactly one of `grid` and `obj` or `tube` or `icosphere`".into(),
             });
@@ -851,7 +980,7 @@ fn cloth_desc(
     for (pk, p) in c.pins.iter().enumerate() {
         let perr = |k: &str, message: String| SceneError::Value {
             file: file.to_string(),
-            line: find_key_line(text, "cloth.pin", pk, k),
+            line: cloth_line(text, ci, Some(("pin", pk)), k),
             key: key(&format!("pin[{pk}].{k}")),
             message,
         };
@@ -988,7 +1117,7 @@ fn cloth_desc(
         response_passes: cs.response_passes,
         ..CollisionSettings::default()
     };
-    Ok(ClothDesc {
+    let desc = ClothDesc {
         collision,
         name: c.name.clone().unwrap_or_else(|| format!("cloth{ci}")),
         mesh,
@@ -1000,7 +1129,67 @@ fn cloth_desc(
         pins,
         pin_velocity: Vec3::ZERO,
         initial_velocity: Vec3::from_array(c.velocity),
-    })
+    };
+    // Everything `Cloth::new` refuses before it builds the solver, with the line of the key.
+    Cloth::check_desc(&desc).map_err(|e| match e {
+        ClothError::Parameter { name, message } => {
+            cloth_value_error(c, ci, file, text, name, message)
+        }
+        ClothError::Range(r) => cloth_value_error(c, ci, file, text, r.what, r.message),
+        other => SceneError::Cloth {
+            file: file.to_string(),
+            key: format!("cloth[{ci}]"),
+            source: other,
+        },
+    })?;
+    Ok(desc)
+}
+
+/// A value of cloth `ci` that [`Cloth::check_desc`] refused (`name` is its `ClothDesc` field)
+/// as an error on the scene key that set it: the key itself (`density`, `thickness`,
+/// `velocity`, ...), or for the vertices and material coordinates the key that placed them
+/// (`transform.scale` or `transform.translation` when given, else the mesh's source).
+fn cloth_value_error(
+    c: &ClothSection,
+    ci: usize,
+    file: &str,
+    text: &str,
+    name: &str,
+    message: String,
+) -> SceneError {
+    let source = if c.grid.is_some() {
+        "grid"
+    } else if c.tube.is_some() {
+        "tube"
+    } else if c.icosphere.is_some() {
+        "icosphere"
+    } else {
+        "obj"
+    };
+    let (sub, key): (Option<&str>, &str) = match name {
+        "positions" | "uvs" if c.transform.scale.is_some_and(|s| s != 1.0) => {
+            (Some("transform"), "scale")
+        }
+        "positions" if c.transform.translation != [0.0; 3] => (Some("transform"), "translation"),
+        "positions" | "uvs" if source == "obj" => (None, "obj"),
+        "positions" | "uvs" => (
+            Some(source),
+            if source == "grid" { "size" } else { "radius" },
+        ),
+        "velocity" | "pin_velocity" => (None, "velocity"),
+        "density" | "thickness" | "friction" | "air_damping" => (None, name),
+        _ => (None, source),
+    };
+    let line = cloth_line(text, ci, sub.map(|s| (s, 0)), key);
+    SceneError::Value {
+        file: file.to_string(),
+        line,
+        key: match sub {
+            Some(s) => format!("cloth[{ci}].{s}.{key}"),
+            None => format!("cloth[{ci}].{key}"),
+        },
+        message: format!("{name}: {message}"),
+    }
 }
 
 /// The mesh of a `[cloth.tube]`: `mesh::tube` (axis y, centred at the
@@ -1197,7 +1386,7 @@ fn isometric_desc(
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
-        line: find_key_line(text, "cloth.isometric", ci, k),
+        line: cloth_line(text, ci, Some(("isometric", 0)), k),
         key: format!("cloth[{ci}].isometric.{k}"),
         message,
     };
@@ -1205,7 +1394,7 @@ fn isometric_desc(
         return match c.isometric {
             Some(_) => Err(SceneError::Value {
                 file: file.to_string(),
-                line: find_key_line(text, "cloth", ci, "isometric"),
+                line: cloth_line(text, ci, None, "isometric"),
                 key: format!("cloth[{ci}].isometric"),
                 message: "only with `[solver] model = \"isometric\"`".into(),
             }),
