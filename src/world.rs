@@ -368,8 +368,8 @@ impl Cloth {
     /// Every check of [`Cloth::new`] that needs no solver data, in its order; returns the
     /// mesh's topology. The mesh: [`TriMesh::validate`], [`Topology::build`],
     /// [`TriMesh::check_slivers`], no isolated vertex, [`limits::check_cloth_geometry`]; then
-    /// `density` (positive), `thickness` (the cloth's and the collision stage's,
-    /// [`limits::check_thickness`]), `friction` and `air_damping` (non-negative), `velocity`
+    /// `density` (positive), `thickness` (the cloth's and the collision stage's, against
+    /// the size and the median edge length, [`limits::check_thickness`]), `friction` and `air_damping` (non-negative), `velocity`
     /// and `pin_velocity` ([`limits::check_speed`]), and the lumped masses from the rest areas
     /// (material coordinates, else positions; [`limits::check_vertex_masses`], named
     /// `density`). Scene files run it when they load, to name the line of what it refuses.
@@ -385,8 +385,9 @@ impl Cloth {
         limits::check_cloth_geometry(&mesh.positions, mesh.corner_uvs.as_deref())?;
         check_positive("density", desc.density)?;
         let size = limits::cloth_size(&mesh.positions);
-        limits::check_thickness(desc.thickness, size)?;
-        limits::check_thickness(desc.collision.thickness, size)?;
+        let median_edge = limits::median_edge_length(&mesh.positions, topology.edges()) as f32;
+        limits::check_thickness(desc.thickness, size, median_edge)?;
+        limits::check_thickness(desc.collision.thickness, size, median_edge)?;
         check_non_negative("friction", desc.friction)?;
         check_non_negative("air_damping", desc.air_damping)?;
         limits::check_speed("velocity", desc.initial_velocity)?;
