@@ -118,6 +118,60 @@
 // Largest worker thread count accepted.
 #define WEFT_MAX_THREADS 1024
 
+// Largest |coordinate| (m) of a cloth vertex, a uv, a pin target, a collider or mesh vertex, a
+// pose position.
+#define WEFT_MAX_COORDINATE 1.0e4
+
+// Smallest cloth (m): the diagonal of the bounding box of its positions, and of its uvs.
+#define WEFT_MIN_CLOTH_SIZE 1.0e-3
+
+// Largest ratio, either way, of a cloth's uv (rest) size to its size.
+#define WEFT_MAX_REST_SCALE 100.0
+
+// Largest cloth thickness as a fraction of the cloth's size.
+#define WEFT_MAX_THICKNESS_FRACTION 0.05
+
+// Largest cloth thickness as a multiple of its median edge length.
+#define WEFT_MAX_THICKNESS_PER_EDGE 1.0
+
+// Largest |gravity| (m/s²).
+#define WEFT_MAX_GRAVITY 100.0
+
+// Largest speed (m/s): a cloth's initial velocity, and the motion a pin target or collider pose
+// implies over the frame that reaches it.
+#define WEFT_MAX_SPEED 100.0
+
+// Largest angular speed (rad/s) a collider pose implies over the frame that reaches it.
+#define WEFT_MAX_ANGULAR_SPEED 200.0
+
+// Shortest `dt` of `weft_world_step` (s).
+#define WEFT_MIN_FRAME_DT 1.0e-5
+
+// Longest `dt` of `weft_world_step` (s).
+#define WEFT_MAX_FRAME_DT 0.1
+
+// Shortest substep `dt / substeps` (s).
+#define WEFT_MIN_SUBSTEP_DT 1.0e-7
+
+// Smallest sphere or capsule radius, capsule half length, box half extent (m).
+#define WEFT_MIN_COLLIDER_SIZE 1.0e-3
+
+// Largest sphere or capsule radius, capsule half length, box half extent (m).
+#define WEFT_MAX_COLLIDER_SIZE 1.0e4
+
+// A pose's quaternion must have a norm within this of 1 (weft normalises it).
+#define WEFT_QUATERNION_NORM_TOLERANCE 1.0e-2
+
+// Smallest vertex mass (kg), given in `masses` or lumped from `density`.
+#define WEFT_MIN_VERTEX_MASS 1.0e-15
+
+// Largest vertex mass (kg).
+#define WEFT_MAX_VERTEX_MASS 1.0e12
+
+// A cloth triangle whose smallest altitude is below this fraction of the mesh's median edge
+// length is a sliver, refused with `WEFT_STATUS_INVALID_MESH` naming the triangle.
+#define WEFT_SLIVER_RELATIVE_ALTITUDE 1.0e-3
+
 // The outcome of every `weft_*` call. Values are fixed: new codes are only
 // ever appended.
 enum weft_status
@@ -285,27 +339,33 @@ typedef struct weft_cloth_desc {
   uint32_t size;
   // Number of vertices, 3..=`WEFT_MAX_VERTICES`.
   uint32_t vertex_count;
-  // `3 * vertex_count` floats: x, y, z per vertex (m), the initial state.
+  // `3 * vertex_count` floats: x, y, z per vertex (m), the initial state; every coordinate
+  // within ±`WEFT_MAX_COORDINATE`, the cloth at least `WEFT_MIN_CLOTH_SIZE` across, no
+  // sliver triangle (`WEFT_SLIVER_RELATIVE_ALTITUDE`).
   const float *positions;
   // Number of triangles, 1..=`WEFT_MAX_TRIANGLES`.
   uint32_t triangle_count;
   // `3 * triangle_count` vertex indices, counter-clockwise seen from the front.
   const uint32_t *triangles;
   // Optional (NULL): `2 * vertex_count` floats, the rest shape's (u, v) per
-  // vertex in metres. NULL: the initial positions are the rest shape.
+  // vertex in metres (within ±`WEFT_MAX_COORDINATE`, spanning within a factor
+  // `WEFT_MAX_REST_SCALE` of the positions). NULL: the initial positions are the rest shape.
   const float *uvs;
-  // Optional (NULL): `vertex_count` masses (kg, positive). NULL: lumped
-  // masses from `density`.
+  // Optional (NULL): `vertex_count` masses (kg, in [`WEFT_MIN_VERTEX_MASS`,
+  // `WEFT_MAX_VERTEX_MASS`]). NULL: lumped masses from `density`.
   const float *masses;
-  // Areal density (kg/m²), used when `masses` is NULL.
+  // Areal density (kg/m², positive), used when `masses` is NULL; the lumped masses must lie
+  // in [`WEFT_MIN_VERTEX_MASS`, `WEFT_MAX_VERTEX_MASS`].
   float density;
-  // Contact offset from colliders and collision thickness (m).
+  // Contact offset from colliders and collision thickness (m): at most
+  // `WEFT_MAX_THICKNESS_FRACTION` of the cloth's size and `WEFT_MAX_THICKNESS_PER_EDGE`
+  // times its median edge length.
   float thickness;
   // Coulomb friction of the cloth's surface.
   float friction;
   // Air drag coefficient (1/s).
   float air_damping;
-  // Initial velocity of every vertex (m/s).
+  // Initial velocity of every vertex (m/s), at most `WEFT_MAX_SPEED`.
   float initial_velocity[3];
   // `WEFT_MODEL_*`; an unknown value gives `WEFT_STATUS_UNSUPPORTED`.
   // With `WEFT_MODEL_ISOMETRIC`, `material` and `baraff_witkin` are not
@@ -346,9 +406,10 @@ typedef struct weft_cloth {
 
 // A rigid placement: `rotation * p + position`.
 typedef struct weft_pose {
-  // Position of the local origin (m).
+  // Position of the local origin (m), within ±`WEFT_MAX_COORDINATE`.
   float position[3];
-  // Orientation quaternion x, y, z, w (normalised by weft; must not be zero).
+  // Orientation quaternion x, y, z, w: its norm within `WEFT_QUATERNION_NORM_TOLERANCE` of 1
+  // (weft normalises it).
   float rotation[4];
 } weft_pose;
 
@@ -358,15 +419,16 @@ typedef struct weft_collider_desc {
   uint32_t size;
   // `WEFT_SHAPE_*`.
   uint32_t shape;
-  // Sphere and capsule radius (m).
+  // Sphere and capsule radius (m), in [`WEFT_MIN_COLLIDER_SIZE`, `WEFT_MAX_COLLIDER_SIZE`].
   float radius;
-  // Capsule half length (m).
+  // Capsule half length (m), in the same range.
   float half_length;
-  // Box half extents (m).
+  // Box half extents (m), each in the same range.
   float half_extents[3];
   // Triangle mesh: number of vertices.
   uint32_t mesh_vertex_count;
-  // Triangle mesh: `3 * mesh_vertex_count` floats in the collider's frame.
+  // Triangle mesh: `3 * mesh_vertex_count` floats in the collider's frame, within
+  // ±`WEFT_MAX_COORDINATE`.
   const float *mesh_positions;
   // Triangle mesh: number of triangles.
   uint32_t mesh_triangle_count;
@@ -420,7 +482,7 @@ typedef struct weft_world_desc {
   // Worker threads of the world's own pool; 0 runs in the process-wide
   // rayon pool. Results are identical for every count.
   uint32_t worker_threads;
-  // Gravity (m/s²), y up: default (0, −9.81, 0).
+  // Gravity (m/s²), y up: default (0, −9.81, 0); |gravity| ≤ `WEFT_MAX_GRAVITY`.
   float gravity[3];
   // Substeps per frame, 1..=1000 (default 2).
   uint32_t substeps;
@@ -561,7 +623,9 @@ weft_status weft_cloth_vertex_count(struct weft_world *world,
 // With `targets` (optional, NULL: hold): `3 * count` floats, where each
 // vertex must be at the end of the next step; it moves there at constant
 // velocity over that frame (a kinematic target), then holds. Nothing changes
-// unless every argument is valid.
+// unless every argument is valid: targets within ±`WEFT_MAX_COORDINATE` (one
+// farther than `WEFT_MAX_SPEED` × `dt` from the pin's target now is refused by
+// the next step).
 //
 // # Safety
 // `world` NULL or live; `vertices` NULL or `count` indices; `targets` NULL or
@@ -685,7 +749,10 @@ weft_status weft_collider_destroy(struct weft_world *world, struct weft_collider
 // it there over that frame with the constant linear and angular velocity
 // the two poses imply (so friction and contacts see the motion), then holds
 // it. The first pose you set after creation is reached the same way; to
-// place a collider without motion, create it at its pose.
+// place a collider without motion, create it at its pose. A pose outside its
+// range (`weft_pose`) is refused and not stored; one too far for the next
+// step's `dt` (`WEFT_MAX_SPEED`, `WEFT_MAX_ANGULAR_SPEED`) is refused by that
+// step.
 //
 // # Safety
 // `world` NULL or live; `pose` NULL or readable.
@@ -758,6 +825,13 @@ weft_status weft_world_colliders(const struct weft_world *world,
 // `stats->size` first). Pin targets and collider poses set since the last
 // step are reached at the end of this frame. Pointers from
 // `weft_cloth_positions`/`_normals` stay valid; their contents change.
+//
+// `dt` must lie in [`WEFT_MIN_FRAME_DT`, `WEFT_MAX_FRAME_DT`] and `dt / substeps` be at
+// least `WEFT_MIN_SUBSTEP_DT`; the motion each pending pin target or collider pose implies
+// over `dt` must stay within `WEFT_MAX_SPEED` (and `WEFT_MAX_ANGULAR_SPEED`). Otherwise the
+// step is refused (`WEFT_STATUS_INVALID_ARGUMENT`, naming the vertex or the pose) before
+// anything changes: the state hash, the pending targets and poses are as they were, and a
+// new target or pose set afterwards replaces the refused one.
 //
 // # Safety
 // `world` NULL or live; `stats` NULL or a writable `weft_step_stats`.

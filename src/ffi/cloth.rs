@@ -146,7 +146,9 @@ unsafe fn read_vertices<'a>(
 /// With `targets` (optional, NULL: hold): `3 * count` floats, where each
 /// vertex must be at the end of the next step; it moves there at constant
 /// velocity over that frame (a kinematic target), then holds. Nothing changes
-/// unless every argument is valid.
+/// unless every argument is valid: targets within ±`WEFT_MAX_COORDINATE` (one
+/// farther than `WEFT_MAX_SPEED` × `dt` from the pin's target now is refused by
+/// the next step).
 ///
 /// # Safety
 /// `world` NULL or live; `vertices` NULL or `count` indices; `targets` NULL or

@@ -116,7 +116,10 @@ pub unsafe extern "C" fn weft_collider_destroy(
 /// it there over that frame with the constant linear and angular velocity
 /// the two poses imply (so friction and contacts see the motion), then holds
 /// it. The first pose you set after creation is reached the same way; to
-/// place a collider without motion, create it at its pose.
+/// place a collider without motion, create it at its pose. A pose outside its
+/// range (`weft_pose`) is refused and not stored; one too far for the next
+/// step's `dt` (`WEFT_MAX_SPEED`, `WEFT_MAX_ANGULAR_SPEED`) is refused by that
+/// step.
 ///
 /// # Safety
 /// `world` NULL or live; `pose` NULL or readable.

@@ -111,6 +111,71 @@ pub const WEFT_MAX_TRIANGLES: u32 = 1 << 25;
 /// Largest worker thread count accepted.
 pub const WEFT_MAX_THREADS: u32 = 1024;
 
+// The valid ranges of the values below (weft's `limits` module; each bound's reason is given
+// there and in `samples/README.md`). A value outside its range is refused with
+// `WEFT_STATUS_INVALID_ARGUMENT` (a NaN or infinity with `WEFT_STATUS_NON_FINITE`) before
+// anything changes: the world's state hash is the same after the refused call.
+
+/// Largest |coordinate| (m) of a cloth vertex, a uv, a pin target, a collider or mesh vertex, a
+/// pose position.
+pub const WEFT_MAX_COORDINATE: f32 = 1.0e4;
+/// Smallest cloth (m): the diagonal of the bounding box of its positions, and of its uvs.
+pub const WEFT_MIN_CLOTH_SIZE: f32 = 1.0e-3;
+/// Largest ratio, either way, of a cloth's uv (rest) size to its size.
+pub const WEFT_MAX_REST_SCALE: f32 = 100.0;
+/// Largest cloth thickness as a fraction of the cloth's size.
+pub const WEFT_MAX_THICKNESS_FRACTION: f32 = 0.05;
+/// Largest cloth thickness as a multiple of its median edge length.
+pub const WEFT_MAX_THICKNESS_PER_EDGE: f32 = 1.0;
+/// Largest |gravity| (m/s²).
+pub const WEFT_MAX_GRAVITY: f32 = 100.0;
+/// Largest speed (m/s): a cloth's initial velocity, and the motion a pin target or collider pose
+/// implies over the frame that reaches it.
+pub const WEFT_MAX_SPEED: f32 = 100.0;
+/// Largest angular speed (rad/s) a collider pose implies over the frame that reaches it.
+pub const WEFT_MAX_ANGULAR_SPEED: f32 = 200.0;
+/// Shortest `dt` of `weft_world_step` (s).
+pub const WEFT_MIN_FRAME_DT: f32 = 1.0e-5;
+/// Longest `dt` of `weft_world_step` (s).
+pub const WEFT_MAX_FRAME_DT: f32 = 0.1;
+/// Shortest substep `dt / substeps` (s).
+pub const WEFT_MIN_SUBSTEP_DT: f32 = 1.0e-7;
+/// Smallest sphere or capsule radius, capsule half length, box half extent (m).
+pub const WEFT_MIN_COLLIDER_SIZE: f32 = 1.0e-3;
+/// Largest sphere or capsule radius, capsule half length, box half extent (m).
+pub const WEFT_MAX_COLLIDER_SIZE: f32 = 1.0e4;
+/// A pose's quaternion must have a norm within this of 1 (weft normalises it).
+pub const WEFT_QUATERNION_NORM_TOLERANCE: f32 = 1.0e-2;
+/// Smallest vertex mass (kg), given in `masses` or lumped from `density`.
+pub const WEFT_MIN_VERTEX_MASS: f32 = 1.0e-15;
+/// Largest vertex mass (kg).
+pub const WEFT_MAX_VERTEX_MASS: f32 = 1.0e12;
+/// A cloth triangle whose smallest altitude is below this fraction of the mesh's median edge
+/// length is a sliver, refused with `WEFT_STATUS_INVALID_MESH` naming the triangle.
+pub const WEFT_SLIVER_RELATIVE_ALTITUDE: f64 = 1.0e-3;
+
+// The C constants are the `limits` bounds (cbindgen needs literals).
+const _: () = {
+    use crate::limits as l;
+    assert!(WEFT_MAX_COORDINATE == l::MAX_COORDINATE);
+    assert!(WEFT_MIN_CLOTH_SIZE == l::MIN_CLOTH_SIZE);
+    assert!(WEFT_MAX_REST_SCALE == l::MAX_REST_SCALE);
+    assert!(WEFT_MAX_THICKNESS_FRACTION == l::MAX_THICKNESS_FRACTION);
+    assert!(WEFT_MAX_THICKNESS_PER_EDGE == l::MAX_THICKNESS_PER_EDGE);
+    assert!(WEFT_MAX_GRAVITY == l::MAX_GRAVITY);
+    assert!(WEFT_MAX_SPEED == l::MAX_SPEED);
+    assert!(WEFT_MAX_ANGULAR_SPEED == l::MAX_ANGULAR_SPEED);
+    assert!(WEFT_MIN_FRAME_DT == l::MIN_FRAME_DT);
+    assert!(WEFT_MAX_FRAME_DT == l::MAX_FRAME_DT);
+    assert!(WEFT_MIN_SUBSTEP_DT == l::MIN_SUBSTEP_DT);
+    assert!(WEFT_MIN_COLLIDER_SIZE == l::MIN_COLLIDER_SIZE);
+    assert!(WEFT_MAX_COLLIDER_SIZE == l::MAX_COLLIDER_SIZE);
+    assert!(WEFT_QUATERNION_NORM_TOLERANCE == l::QUATERNION_NORM_TOLERANCE);
+    assert!(WEFT_MIN_VERTEX_MASS == l::VERTEX_MASS_RANGE.0);
+    assert!(WEFT_MAX_VERTEX_MASS == l::VERTEX_MASS_RANGE.1);
+    assert!(WEFT_SLIVER_RELATIVE_ALTITUDE == crate::mesh::SLIVER_RELATIVE_ALTITUDE);
+};
+
 /// World settings for `weft_world_create`.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -121,7 +186,7 @@ pub struct weft_world_desc {
     /// Worker threads of the world's own pool; 0 runs in the process-wide
     /// rayon pool. Results are identical for every count.
     pub worker_threads: u32,
-    /// Gravity (m/s²), y up: default (0, −9.81, 0).
+    /// Gravity (m/s²), y up: default (0, −9.81, 0); |gravity| ≤ `WEFT_MAX_GRAVITY`.
     pub gravity: [f32; 3],
     /// Substeps per frame, 1..=1000 (default 2).
     pub substeps: u32,
@@ -294,27 +359,33 @@ pub struct weft_cloth_desc {
     pub size: u32,
     /// Number of vertices, 3..=`WEFT_MAX_VERTICES`.
     pub vertex_count: u32,
-    /// `3 * vertex_count` floats: x, y, z per vertex (m), the initial state.
+    /// `3 * vertex_count` floats: x, y, z per vertex (m), the initial state; every coordinate
+    /// within ±`WEFT_MAX_COORDINATE`, the cloth at least `WEFT_MIN_CLOTH_SIZE` across, no
+    /// sliver triangle (`WEFT_SLIVER_RELATIVE_ALTITUDE`).
     pub positions: *const f32,
     /// Number of triangles, 1..=`WEFT_MAX_TRIANGLES`.
     pub triangle_count: u32,
     /// `3 * triangle_count` vertex indices, counter-clockwise seen from the front.
     pub triangles: *const u32,
     /// Optional (NULL): `2 * vertex_count` floats, the rest shape's (u, v) per
-    /// vertex in metres. NULL: the initial positions are the rest shape.
+    /// vertex in metres (within ±`WEFT_MAX_COORDINATE`, spanning within a factor
+    /// `WEFT_MAX_REST_SCALE` of the positions). NULL: the initial positions are the rest shape.
     pub uvs: *const f32,
-    /// Optional (NULL): `vertex_count` masses (kg, positive). NULL: lumped
-    /// masses from `density`.
+    /// Optional (NULL): `vertex_count` masses (kg, in [`WEFT_MIN_VERTEX_MASS`,
+    /// `WEFT_MAX_VERTEX_MASS`]). NULL: lumped masses from `density`.
     pub masses: *const f32,
-    /// Areal density (kg/m²), used when `masses` is NULL.
+    /// Areal density (kg/m², positive), used when `masses` is NULL; the lumped masses must lie
+    /// in [`WEFT_MIN_VERTEX_MASS`, `WEFT_MAX_VERTEX_MASS`].
     pub density: f32,
-    /// Contact offset from colliders and collision thickness (m).
+    /// Contact offset from colliders and collision thickness (m): at most
+    /// `WEFT_MAX_THICKNESS_FRACTION` of the cloth's size and `WEFT_MAX_THICKNESS_PER_EDGE`
+    /// times its median edge length.
     pub thickness: f32,
     /// Coulomb friction of the cloth's surface.
     pub friction: f32,
     /// Air drag coefficient (1/s).
     pub air_damping: f32,
-    /// Initial velocity of every vertex (m/s).
+    /// Initial velocity of every vertex (m/s), at most `WEFT_MAX_SPEED`.
     pub initial_velocity: [f32; 3],
     /// `WEFT_MODEL_*`; an unknown value gives `WEFT_STATUS_UNSUPPORTED`.
     /// With `WEFT_MODEL_ISOMETRIC`, `material` and `baraff_witkin` are not
@@ -348,9 +419,10 @@ pub struct weft_cloth_desc {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weft_pose {
-    /// Position of the local origin (m).
+    /// Position of the local origin (m), within ±`WEFT_MAX_COORDINATE`.
     pub position: [f32; 3],
-    /// Orientation quaternion x, y, z, w (normalised by weft; must not be zero).
+    /// Orientation quaternion x, y, z, w: its norm within `WEFT_QUATERNION_NORM_TOLERANCE` of 1
+    /// (weft normalises it).
     pub rotation: [f32; 4],
 }
 
@@ -363,15 +435,16 @@ pub struct weft_collider_desc {
     pub size: u32,
     /// `WEFT_SHAPE_*`.
     pub shape: u32,
-    /// Sphere and capsule radius (m).
+    /// Sphere and capsule radius (m), in [`WEFT_MIN_COLLIDER_SIZE`, `WEFT_MAX_COLLIDER_SIZE`].
     pub radius: f32,
-    /// Capsule half length (m).
+    /// Capsule half length (m), in the same range.
     pub half_length: f32,
-    /// Box half extents (m).
+    /// Box half extents (m), each in the same range.
     pub half_extents: [f32; 3],
     /// Triangle mesh: number of vertices.
     pub mesh_vertex_count: u32,
-    /// Triangle mesh: `3 * mesh_vertex_count` floats in the collider's frame.
+    /// Triangle mesh: `3 * mesh_vertex_count` floats in the collider's frame, within
+    /// ±`WEFT_MAX_COORDINATE`.
     pub mesh_positions: *const f32,
     /// Triangle mesh: number of triangles.
     pub mesh_triangle_count: u32,

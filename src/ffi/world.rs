@@ -636,6 +636,13 @@ pub unsafe extern "C" fn weft_world_colliders(
 /// step are reached at the end of this frame. Pointers from
 /// `weft_cloth_positions`/`_normals` stay valid; their contents change.
 ///
+/// `dt` must lie in [`WEFT_MIN_FRAME_DT`, `WEFT_MAX_FRAME_DT`] and `dt / substeps` be at
+/// least `WEFT_MIN_SUBSTEP_DT`; the motion each pending pin target or collider pose implies
+/// over `dt` must stay within `WEFT_MAX_SPEED` (and `WEFT_MAX_ANGULAR_SPEED`). Otherwise the
+/// step is refused (`WEFT_STATUS_INVALID_ARGUMENT`, naming the vertex or the pose) before
+/// anything changes: the state hash, the pending targets and poses are as they were, and a
+/// new target or pose set afterwards replaces the refused one.
+///
 /// # Safety
 /// `world` NULL or live; `stats` NULL or a writable `weft_step_stats`.
 #[unsafe(no_mangle)]

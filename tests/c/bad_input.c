@@ -40,6 +40,27 @@ static void expect(weft_status got, weft_status want, const char *call, int line
 #define EXPECT(call, status) expect((call), (status), #call, __LINE__)
 #define OK(call) EXPECT(call, WEFT_STATUS_OK)
 
+/* The world's state hash (0 and a failure if it cannot be read). */
+static uint64_t hash_of(const weft_world *w) {
+  uint64_t h = 0;
+  if (weft_world_state_hash(w, &h) != WEFT_STATUS_OK) {
+    failures++;
+    fprintf(stderr, "weft_world_state_hash failed: %s\n", weft_last_error());
+  }
+  return h;
+}
+
+/* A refused call: its exact status, and the world's state hash unchanged by it. */
+#define REFUSED(w, call, status)                                                        \
+  do {                                                                                  \
+    uint64_t before_ = hash_of(w);                                                      \
+    EXPECT(call, status);                                                               \
+    if (hash_of(w) != before_) {                                                        \
+      failures++;                                                                       \
+      fprintf(stderr, "bad_input.c:%d: %s changed the state hash\n", __LINE__, #call); \
+    }                                                                                   \
+  } while (0)
+
 /* A small flag: G x G vertices, 0.2 m square, in the x-z plane at y = 0.5. */
 #define G 6
 static float positions[3 * G * G];
@@ -857,6 +878,177 @@ int main(int argc, char **argv) {
     }
     OK(weft_cloth_destroy(iso_world, iso));
     OK(weft_world_destroy(iso_world));
+  }
+
+  /* ---- Absurd but finite values: refused with a status that is not WEFT_STATUS_PANIC,
+   * the state hash unchanged by every refused call, and the world steps afterwards ---- */
+  {
+    weft_world_desc huge = wd;
+    huge.gravity[1] = -1e30f;
+    weft_world *never = NULL;
+    EXPECT(weft_world_create(&huge, &never), WEFT_STATUS_INVALID_ARGUMENT);
+    if (never != NULL) failures++;
+
+    weft_world *hw = NULL;
+    OK(weft_world_create(&wd, &hw));
+    weft_cloth_desc hd = cloth_desc();
+    weft_cloth hc;
+    OK(weft_cloth_create(hw, &hd, &hc));
+    uint32_t corner[1] = {0};
+    OK(weft_cloth_set_pins(hw, hc, corner, NULL, 1));
+    weft_collider_desc sd;
+    OK(weft_collider_desc_default(&sd));
+    sd.shape = WEFT_SHAPE_SPHERE;
+    sd.radius = 0.05f;
+    sd.pose.position[1] = 0.3f;
+    weft_collider hs;
+    OK(weft_collider_create(hw, &sd, &hs));
+    weft_step_stats hst;
+    memset(&hst, 0, sizeof hst);
+    hst.size = sizeof hst;
+    OK(weft_world_step(hw, 1.0f / 60.0f, &hst));
+
+    /* Cloths: positions and uvs scaled by 1e30 and 1e-30, degenerate densities, huge
+     * thickness and velocity, a NaN velocity, tiny masses. */
+    static float scaled[3 * G * G];
+    static float suv[2 * G * G];
+    const float scales[2] = {1e30f, 1e-30f};
+    weft_cloth none;
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < 3 * G * G; i++) scaled[i] = positions[i] * scales[k];
+      weft_cloth_desc bad = hd;
+      bad.positions = scaled;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      for (int i = 0; i < G * G; i++) {
+        suv[2 * i] = positions[3 * i] * scales[k];
+        suv[2 * i + 1] = -positions[3 * i + 2] * scales[k];
+      }
+      bad = hd;
+      bad.uvs = suv;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+    }
+    {
+      weft_cloth_desc bad = hd;
+      bad.density = 0.0f;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.density = -1.0f;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.density = nan;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_NON_FINITE);
+      bad.density = 1e-30f; /* lumped masses below the range */
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = hd;
+      bad.thickness = inf;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_NON_FINITE);
+      bad.thickness = 1e30f;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = hd;
+      bad.initial_velocity[1] = nan;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_NON_FINITE);
+      bad.initial_velocity[1] = 1e30f;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+      static float tiny[G * G];
+      for (int i = 0; i < G * G; i++) tiny[i] = 1e-30f;
+      bad = hd;
+      bad.masses = tiny;
+      REFUSED(hw, weft_cloth_create(hw, &bad, &none), WEFT_STATUS_INVALID_ARGUMENT);
+    }
+    /* A sliver: a strip of 2 x 21 vertices, rows 5 cm apart, one row 1 um wide. */
+    {
+      static float strip_x[3 * 42];
+      static uint32_t strip_t[3 * 40];
+      for (int r = 0; r < 21; r++) {
+        float y = r <= 10 ? 0.05f * (float)r : 0.05f * (float)(r - 1) + 1e-6f;
+        for (int c = 0; c < 2; c++) {
+          strip_x[3 * (2 * r + c)] = 0.05f * (float)c;
+          strip_x[3 * (2 * r + c) + 1] = 1.0f - y;
+          strip_x[3 * (2 * r + c) + 2] = 0.0f;
+        }
+      }
+      for (uint32_t r = 0; r < 20; r++) {
+        uint32_t a = 2 * r;
+        uint32_t q[6] = {a, a + 1, a + 3, a, a + 3, a + 2};
+        memcpy(&strip_t[6 * r], q, sizeof q);
+      }
+      weft_cloth_desc strip = hd;
+      strip.vertex_count = 42;
+      strip.positions = strip_x;
+      strip.triangle_count = 40;
+      strip.triangles = strip_t;
+      strip.collision.self_collision = 1;
+      REFUSED(hw, weft_cloth_create(hw, &strip, &none), WEFT_STATUS_INVALID_MESH);
+      if (strstr(weft_last_error(), "face 20: a sliver") == NULL) {
+        fprintf(stderr, "sliver message: %s\n", weft_last_error());
+        failures++;
+      }
+    }
+    /* Colliders: a 1e-30 and a 1e30 sphere, a far position, a huge quaternion. */
+    {
+      weft_collider_desc bad = sd;
+      weft_collider nothing;
+      bad.radius = 1e-30f;
+      bad.pose.position[0] = positions[0];
+      bad.pose.position[1] = positions[1];
+      bad.pose.position[2] = positions[2];
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+      bad.radius = 1e30f;
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = sd;
+      bad.pose.position[2] = 1e30f;
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+      bad = sd;
+      for (int k = 0; k < 4; k++) bad.pose.rotation[k] = 1e30f;
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+    }
+    /* Poses: refused when set, and never stored: the steps after them succeed. */
+    weft_pose wild = sd.pose;
+    for (int k = 0; k < 4; k++) wild.rotation[k] = 1e30f;
+    REFUSED(hw, weft_collider_set_pose(hw, hs, &wild), WEFT_STATUS_INVALID_ARGUMENT);
+    wild = sd.pose;
+    wild.rotation[3] = 2.0f; /* not a unit quaternion */
+    REFUSED(hw, weft_collider_set_pose(hw, hs, &wild), WEFT_STATUS_INVALID_ARGUMENT);
+    wild = sd.pose;
+    wild.position[0] = 1e30f;
+    REFUSED(hw, weft_collider_set_pose(hw, hs, &wild), WEFT_STATUS_INVALID_ARGUMENT);
+    OK(weft_world_step(hw, 1.0f / 60.0f, &hst));
+    /* A pose 1 km away is a valid place but 60 km/s over a frame: the step is refused,
+     * nothing moves, and a nearer pose set afterwards is reached. */
+    wild = sd.pose;
+    wild.position[0] = 1000.0f;
+    OK(weft_collider_set_pose(hw, hs, &wild));
+    REFUSED(hw, weft_world_step(hw, 1.0f / 60.0f, &hst), WEFT_STATUS_INVALID_ARGUMENT);
+    wild.position[0] = 0.01f;
+    OK(weft_collider_set_pose(hw, hs, &wild));
+    /* Pin targets: 1e30 refused when set; 1 km away refused by the step. */
+    float far_goal[3] = {1e30f, 0.5f, 0.1f};
+    REFUSED(hw, weft_cloth_set_pins(hw, hc, corner, far_goal, 1), WEFT_STATUS_INVALID_ARGUMENT);
+    far_goal[0] = 1000.0f;
+    OK(weft_cloth_set_pins(hw, hc, corner, far_goal, 1));
+    REFUSED(hw, weft_world_step(hw, 1.0f / 60.0f, &hst), WEFT_STATUS_INVALID_ARGUMENT);
+    float near_goal[3] = {positions[0], positions[1] + 0.01f, positions[2]};
+    OK(weft_cloth_set_pins(hw, hc, corner, near_goal, 1));
+    /* Frame lengths: denormal, zero-ish, huge (fps 1e-6), and between frames. */
+    const float dts[5] = {1e-45f, 1e-38f, 1e-6f, 1e6f, 1.0f};
+    for (int k = 0; k < 5; k++) {
+      REFUSED(hw, weft_world_step(hw, dts[k], &hst), WEFT_STATUS_INVALID_ARGUMENT);
+    }
+    uint64_t before = hash_of(hw);
+    for (int frame = 0; frame < 3; frame++) {
+      OK(weft_world_step(hw, 1.0f / 60.0f, &hst));
+    }
+    if (hash_of(hw) == before) {
+      fprintf(stderr, "the world did not move after the refused calls\n");
+      failures++;
+    }
+    uint32_t hn = 0;
+    const float *hv = NULL;
+    OK(weft_cloth_positions(hw, hc, &hv, &hn));
+    if (!all_finite(hv, hn) || hv[0] != near_goal[0] || hv[1] != near_goal[1] ||
+        hv[2] != near_goal[2]) {
+      fprintf(stderr, "after the refused calls the pin is not at its target\n");
+      failures++;
+    }
+    OK(weft_world_destroy(hw));
   }
 
   /* ---- After all of that, the world still steps ---- */
