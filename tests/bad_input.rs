@@ -475,3 +475,155 @@ fn obj_uvs_scaled_out_of_range_are_refused() {
     );
     assert!(m.contains("uvs"), "{m}");
 }
+
+/// The Rust API refuses what the C ABI refuses, and a refused call leaves the state hash as it
+/// was; the world steps afterwards.
+mod rust_api {
+    use super::*;
+    use glam::{Quat, Vec3};
+    use weft::collide::shapes::{Motion, Pose, Shape};
+    use weft::world::{ClothDesc, ClothError, ColliderDesc, World};
+
+    /// GOOD as a world with one cloth (its vertex 0 pinned) and one sphere, stepped once.
+    fn world() -> World {
+        let text = GOOD
+            .replace(
+                "vertices = [5, 5]",
+                "vertices = [5, 5]\ncentre = [0.0, 0.5, 0.0]",
+            )
+            .replace(
+                "[[collider]]",
+                "[[cloth.pin]]\nvertices = [0]\n\n[[collider]]",
+            );
+        let mut w = load_and_build(&text).expect("valid");
+        w.step(1.0 / 60.0).expect("a valid frame");
+        w
+    }
+
+    fn cloth_desc() -> ClothDesc {
+        load(GOOD)
+            .expect("valid")
+            .entities
+            .query::<&ClothDesc>()
+            .iter()
+            .next()
+            .expect("one cloth")
+            .clone()
+    }
+
+    /// `f` fails on `w` and leaves its state hash unchanged.
+    fn refused<T: std::fmt::Debug, E: std::fmt::Display>(
+        w: &mut World,
+        what: &str,
+        f: impl FnOnce(&mut World) -> Result<T, E>,
+    ) -> String {
+        let before = w.state_hash();
+        let e = f(w).expect_err(what);
+        assert_eq!(w.state_hash(), before, "{what} changed the state");
+        e.to_string()
+    }
+
+    #[test]
+    fn refused_frame_lengths_change_nothing() {
+        let mut w = world();
+        for dt in [1e-45f32, 1e-38, 0.0, 1e-6, 1.0, 1e6, f32::NAN] {
+            let m = refused(&mut w, &format!("dt {dt}"), |w| w.step(dt));
+            assert!(m.contains("frame time step"), "{m}");
+        }
+        w.settings_mut().gravity = Vec3::new(0.0, -1e30, 0.0);
+        let m = refused(&mut w, "gravity 1e30", |w| w.step(1.0 / 60.0));
+        assert!(m.contains("gravity"), "{m}");
+        w.settings_mut().gravity = Vec3::new(0.0, -9.81, 0.0);
+        let before = w.state_hash();
+        for _ in 0..3 {
+            w.step(1.0 / 60.0)
+                .expect("valid frames after the refused ones");
+        }
+        assert_ne!(w.state_hash(), before, "the cloth falls");
+    }
+
+    #[test]
+    fn refused_cloths_name_the_value() {
+        let mut w = world();
+        for s in [1e30f32, 1e-30] {
+            let mut d = cloth_desc();
+            for p in &mut d.mesh.positions {
+                *p *= s;
+            }
+            let m = refused(&mut w, "scaled positions", |w| w.add_cloth(d));
+            assert!(m.starts_with("`positions`"), "{m}");
+        }
+        type Edit = fn(&mut ClothDesc);
+        let cases: [(&str, Edit); 6] = [
+            ("density", |d| d.density = 0.0),
+            ("density", |d| d.density = f32::NAN),
+            ("density", |d| d.density = 1e-30),
+            ("thickness", |d| d.thickness = f32::INFINITY),
+            ("thickness", |d| d.thickness = 1e30),
+            ("velocity", |d| {
+                d.initial_velocity = Vec3::new(1e30, 0.0, 0.0)
+            }),
+        ];
+        for (name, edit) in cases {
+            let mut d = cloth_desc();
+            edit(&mut d);
+            let before = w.state_hash();
+            let e = w.add_cloth(d).expect_err(name);
+            assert_eq!(w.state_hash(), before);
+            match e {
+                ClothError::Parameter { name: n, .. } => assert_eq!(n, name),
+                ClothError::Range(r) => assert_eq!(r.what, name),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn refused_edits_change_nothing() {
+        let mut w = world();
+        let far = Vec3::splat(1e30);
+        refused(&mut w, "pin target 1e30", |w| {
+            w.pin_vertex(0, 0, far, Vec3::ZERO)
+        });
+        refused(&mut w, "pin velocity 1e30", |w| {
+            w.pin_vertex(0, 0, Vec3::ZERO, far)
+        });
+        let huge = Pose {
+            translation: Vec3::ZERO,
+            rotation: Quat::from_xyzw(1e30, 1e30, 1e30, 1e30),
+        };
+        refused(&mut w, "quaternion 1e30", |w| w.set_collider_pose(0, huge));
+        let away = Pose {
+            translation: far,
+            rotation: Quat::IDENTITY,
+        };
+        refused(&mut w, "pose 1e30", |w| w.set_collider_pose(0, away));
+        let fast = Motion {
+            linear_velocity: far,
+            angular_velocity: Vec3::ZERO,
+        };
+        refused(&mut w, "velocity 1e30", |w| w.set_collider_motion(0, fast));
+        for radius in [1e-30f32, 1e30] {
+            let m = refused(&mut w, "sphere radius", |w| {
+                w.add_collider(ColliderDesc {
+                    shape: Shape::Sphere { radius },
+                    pose: Pose::IDENTITY,
+                    motion: Motion::default(),
+                    friction: 0.3,
+                })
+            });
+            assert!(m.contains("radius"), "{m}");
+        }
+        let masses = vec![1e-30f32; w.cloths()[0].state().len()];
+        refused(&mut w, "masses 1e-30", |w| w.set_cloth_masses(0, &masses));
+        let pose_before = w.colliders()[0].pose();
+        w.step(1.0 / 60.0)
+            .expect("valid frame after the refused edits");
+        assert_eq!(
+            w.colliders()[0].pose(),
+            pose_before,
+            "no refused pose was stored"
+        );
+        assert!(w.cloths()[0].state().is_finite());
+    }
+}
