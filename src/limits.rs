@@ -296,22 +296,6 @@ pub fn check_thickness(thickness: f32, size: f32, median_edge: f32) -> Result<()
     }
 }
 
-/// The median length of `edges` (m; 0 for none), in `f64` from the `f32` positions.
-#[must_use]
-pub fn median_edge_length(positions: &[Vec3], edges: &[[u32; 2]]) -> f64 {
-    let mut lengths: Vec<f64> = edges
-        .iter()
-        .map(|&[a, b]| {
-            (positions[a as usize].as_dvec3() - positions[b as usize].as_dvec3()).length()
-        })
-        .collect();
-    if lengths.is_empty() {
-        return 0.0;
-    }
-    let mid = lengths.len() / 2;
-    *lengths.select_nth_unstable_by(mid, f64::total_cmp).1
-}
-
 /// Lumped vertex masses, each in [`VERTEX_MASS_RANGE`] (the first one out is named).
 pub fn check_vertex_masses(what: &'static str, masses: &[f32]) -> Result<(), RangeError> {
     let (lo, hi) = VERTEX_MASS_RANGE;

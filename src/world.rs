@@ -385,7 +385,7 @@ impl Cloth {
         limits::check_cloth_geometry(&mesh.positions, mesh.corner_uvs.as_deref())?;
         check_positive("density", desc.density)?;
         let size = limits::cloth_size(&mesh.positions);
-        let median_edge = limits::median_edge_length(&mesh.positions, topology.edges()) as f32;
+        let median_edge = mesh.median_edge_length(&topology) as f32;
         limits::check_thickness(desc.thickness, size, median_edge)?;
         limits::check_thickness(desc.collision.thickness, size, median_edge)?;
         check_non_negative("friction", desc.friction)?;

@@ -284,6 +284,25 @@ impl TriMesh {
 }
 
 impl TriMesh {
+    /// The median length of `topology`'s edges (m; 0 for none), in `f64` from the `f32`
+    /// positions.
+    #[must_use]
+    pub fn median_edge_length(&self, topology: &super::Topology) -> f64 {
+        let mut lengths: Vec<f64> = topology
+            .edges()
+            .iter()
+            .map(|&[a, b]| {
+                (self.positions[a as usize].as_dvec3() - self.positions[b as usize].as_dvec3())
+                    .length()
+            })
+            .collect();
+        if lengths.is_empty() {
+            return 0.0;
+        }
+        let mid = lengths.len() / 2;
+        *lengths.select_nth_unstable_by(mid, f64::total_cmp).1
+    }
+
     /// Refuses sliver triangles (for cloths; obstacles may have them): the first triangle whose
     /// smallest altitude is below [`SLIVER_RELATIVE_ALTITUDE`] times the median length of
     /// `topology`'s edges. Lengths in `f64` from the `f32` positions. Run after
@@ -292,13 +311,7 @@ impl TriMesh {
         let length = |[a, b]: [u32; 2]| {
             (self.positions[a as usize].as_dvec3() - self.positions[b as usize].as_dvec3()).length()
         };
-        let mut lengths: Vec<f64> = topology.edges().iter().map(|&e| length(e)).collect();
-        if lengths.is_empty() {
-            return Ok(());
-        }
-        let mid = lengths.len() / 2;
-        let (_, median_edge, _) = lengths.select_nth_unstable_by(mid, f64::total_cmp);
-        let median_edge = *median_edge;
+        let median_edge = self.median_edge_length(topology);
         let min_altitude = SLIVER_RELATIVE_ALTITUDE * median_edge;
         for (f, &[a, b, c]) in self.triangles.iter().enumerate() {
             let longest = length([a, b]).max(length([b, c])).max(length([c, a]));
