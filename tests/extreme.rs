@@ -190,3 +190,51 @@ fn sliver_triangle_in_an_obj_cloth() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Values at the edges of their ranges (`weft::limits`) are valid input: the cloth runs,
+/// finite and intersection-free; just past the edge they are refused, naming the value.
+#[test]
+fn values_at_their_range_limits_run_and_past_them_are_refused() {
+    use weft::limits::{MAX_GRAVITY, MAX_SPEED, MAX_THICKNESS_PER_EDGE};
+    // 17 × 17 over 0.6 m: the median edge is 3.75 cm, so the thickness bound is one edge.
+    let edge = 0.6 / 16.0;
+    let gravity = |g: f32| (format!("gravity = [0.0, -{g}, 0.0]"), String::new());
+    let velocity = |v: f32| (String::new(), format!("velocity = [0.0, -{v}, 0.0]"));
+    let thick = |t: f32| (String::new(), format!("thickness = {t}"));
+    let cases = [
+        ("gravity", gravity(MAX_GRAVITY), gravity(MAX_GRAVITY * 1.01)),
+        ("velocity", velocity(MAX_SPEED), velocity(MAX_SPEED * 1.01)),
+        (
+            "thickness",
+            thick(MAX_THICKNESS_PER_EDGE * edge * 0.99),
+            thick(MAX_THICKNESS_PER_EDGE * edge * 1.01),
+        ),
+    ];
+    // `scene` writes the default 4 mm thickness; a case that sets its own replaces it.
+    let text = |(top, cloth): &(String, String)| {
+        let t = scene(top, cloth, "");
+        if cloth.starts_with("thickness") {
+            t.replace("thickness = 0.004\n", "")
+        } else {
+            t
+        }
+    };
+    for (what, at, past) in cases {
+        let (scene, mut world) =
+            build(&text(&at)).unwrap_or_else(|m| panic!("{what} at its limit: {m}"));
+        for frame in 0..10 {
+            world
+                .step(scene.dt())
+                .unwrap_or_else(|e| panic!("{what} frame {frame}: {e}"));
+            assert!(
+                world.cloths()[0].state().is_finite(),
+                "{what} frame {frame}"
+            );
+            assert_intersection_free(&world, &format!("{what} at its limit, frame {frame}"));
+        }
+        let m = build(&text(&past))
+            .err()
+            .unwrap_or_else(|| panic!("{what} past its limit was accepted"));
+        assert!(m.contains(what), "{what}: {m}");
+    }
+}
