@@ -426,6 +426,28 @@ fn obj_mesh_errors_name_the_obj_file_line_and_face() {
 }
 
 #[test]
+fn cloth_errors_without_a_key_name_the_cloth_line() {
+    let dir = std::env::temp_dir().join(format!("weft-obj-isolated-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // Vertex 3 belongs to no face: it would have no mass.
+    std::fs::write(
+        dir.join("mesh.obj"),
+        "v 0 0 0\nv 1 0 0\nv 0 0 1\nv 1 0 1\nf 1 3 2\n",
+    )
+    .expect("write");
+    let text = "fps = 60\n\n[[cloth]]\nobj = \"mesh.obj\"\n";
+    std::fs::write(dir.join("s.toml"), text).expect("write");
+    let e = scene::load(&dir.join("s.toml")).expect_err("an isolated vertex");
+    std::fs::remove_dir_all(&dir).ok();
+    let m = e.to_string();
+    assert!(
+        matches!(e, SceneError::Cloth { line: 3, ref key, .. } if key == "cloth[0]"),
+        "{m}"
+    );
+    assert!(m.contains("s.toml:3: key `cloth[0]`: vertex 3"), "{m}");
+}
+
+#[test]
 fn obj_sliver_is_refused_naming_file_line_and_face() {
     // A strip of 2 × 21 vertices, rows 5 cm apart, the eleventh row 1 µm after the tenth.
     let mut obj = String::new();

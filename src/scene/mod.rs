@@ -84,16 +84,23 @@ pub enum SceneError {
         source: MeshError,
     },
     /// A cloth could not be created.
-    #[error("{file}: key `{key}`: {source}")]
+    #[error("{file}:{line}: key `{key}`: {source}")]
     Cloth {
         /// The scene file.
         file: String,
+        /// 1-based line of the cloth's `[[cloth]]` header.
+        line: usize,
         /// Dotted key path of the cloth.
         key: String,
         /// Why.
         source: ClothError,
     },
 }
+
+/// The line of a cloth's `[[cloth]]` header, for the errors only the full build finds
+/// ([`Scene::instantiate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SceneLine(pub usize);
 
 /// The entity's place in the scene file (cloths and colliders are created in
 /// this order, so the world, and its state hash, never depend on hecs's
@@ -421,7 +428,8 @@ impl Scene {
         let base = path.parent().unwrap_or_else(|| Path::new("."));
         for (ci, c) in sf.cloths.iter().enumerate() {
             let desc = cloth_desc(c, ci, sf, base, &file, text)?;
-            let e = entities.spawn((SpawnOrder(order), desc));
+            let line = SceneLine(cloth_line(text, ci, None, ""));
+            let e = entities.spawn((SpawnOrder(order), desc, line));
             if let Some(iso) = isometric_desc(c, ci, sf, &file, text)? {
                 entities
                     .insert_one(e, iso)
@@ -503,20 +511,32 @@ impl Scene {
     /// Creates the simulation world: cloths then colliders, in file order.
     pub fn instantiate(&self) -> Result<World, SceneError> {
         let mut world = World::new(self.settings);
-        let mut cloths: Vec<(SpawnOrder, ClothDesc, Option<IsometricDesc>)> = self
+        type ClothEntity = (
+            SpawnOrder,
+            ClothDesc,
+            Option<IsometricDesc>,
+            Option<SceneLine>,
+        );
+        let mut cloths: Vec<ClothEntity> = self
             .entities
-            .query::<(&SpawnOrder, &ClothDesc, Option<&IsometricDesc>)>()
+            .query::<(
+                &SpawnOrder,
+                &ClothDesc,
+                Option<&IsometricDesc>,
+                Option<&SceneLine>,
+            )>()
             .iter()
-            .map(|(o, d, iso)| (*o, d.clone(), iso.copied()))
+            .map(|(o, d, iso, line)| (*o, d.clone(), iso.copied(), line.copied()))
             .collect();
-        cloths.sort_by_key(|(o, _, _)| *o);
-        for (i, (_, desc, iso)) in cloths.into_iter().enumerate() {
+        cloths.sort_by_key(|(o, _, _, _)| *o);
+        for (i, (_, desc, iso, line)) in cloths.into_iter().enumerate() {
             let added = match iso {
                 Some(iso) => world.add_isometric_cloth(desc, iso),
                 None => world.add_cloth(desc),
             };
             added.map_err(|source| SceneError::Cloth {
                 file: self.path.display().to_string(),
+                line: line.map_or(0, |l| l.0),
                 key: format!("cloth[{i}]"),
                 source,
             })?;
@@ -1138,6 +1158,7 @@ fn cloth_desc(
         ClothError::Range(r) => cloth_value_error(c, ci, file, text, r.what, r.message),
         other => SceneError::Cloth {
             file: file.to_string(),
+            line: cloth_line(text, ci, None, ""),
             key: format!("cloth[{ci}]"),
             source: other,
         },
