@@ -461,7 +461,7 @@ typedef struct weft_collider {
 typedef struct weft_wind {
   // 0: no wind (the other fields are ignored), 1: wind.
   uint32_t enabled;
-  // Mean wind velocity (m/s), finite.
+  // Mean wind velocity (m/s), at most `WEFT_MAX_SPEED`.
   float velocity[3];
   // Air density (kg/m³), positive (default 1.2).
   float density;

@@ -360,6 +360,16 @@ fn absurd_but_finite_values_are_refused_with_their_key() {
             "bend = 1e-5\n[cloth.transform]\ntranslation = [0, 1e30, 0]",
             "cloth[0].transform.translation",
         ),
+        (
+            "vertices = [5, 5]",
+            "vertices = [5, 5]\ncentre = [0, 2e4, 0]",
+            "cloth[0].grid.centre",
+        ),
+        (
+            "fps = 60",
+            "fps = 60\n[wind]\nvelocity = [1e30, 0, 0]",
+            "wind.velocity",
+        ),
     ] {
         let text = GOOD.replace(from, to);
         let (line, key, m) = value_error(&text);

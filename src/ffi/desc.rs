@@ -215,7 +215,7 @@ pub struct weft_world_desc {
 pub struct weft_wind {
     /// 0: no wind (the other fields are ignored), 1: wind.
     pub enabled: u32,
-    /// Mean wind velocity (m/s), finite.
+    /// Mean wind velocity (m/s), at most `WEFT_MAX_SPEED`.
     pub velocity: [f32; 3],
     /// Air density (kg/m³), positive (default 1.2).
     pub density: f32,
@@ -844,6 +844,7 @@ impl weft_wind {
             }
         }
         let velocity = vec3(self.velocity, "wind.velocity")?;
+        crate::limits::check_speed("wind.velocity", velocity).map_err(range)?;
         positive(self.density, "wind.density")?;
         positive(self.gust_period_s, "wind.gust_period_s")?;
         non_negative(self.drag, "wind.drag")?;

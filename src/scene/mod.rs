@@ -1166,6 +1166,17 @@ fn cloth_desc(
     Ok(desc)
 }
 
+/// Whether the `centre` of a generated cloth lies beyond `limits::MAX_COORDINATE`.
+fn centre_out_of_range(c: &ClothSection) -> bool {
+    let centre = c
+        .grid
+        .as_ref()
+        .map(|g| g.centre)
+        .or(c.tube.as_ref().map(|t| t.centre))
+        .or(c.icosphere.as_ref().map(|i| i.centre));
+    centre.is_some_and(|p| crate::limits::check_point("centre", Vec3::from_array(p)).is_err())
+}
+
 /// A value of cloth `ci` that [`Cloth::check_desc`] refused (`name` is its `ClothDesc` field)
 /// as an error on the scene key that set it: the key itself (`density`, `thickness`,
 /// `velocity`, ...), or for the vertices and material coordinates the key that placed them
@@ -1193,6 +1204,7 @@ fn cloth_value_error(
         }
         "positions" if c.transform.translation != [0.0; 3] => (Some("transform"), "translation"),
         "positions" | "uvs" if source == "obj" => (None, "obj"),
+        "positions" if centre_out_of_range(c) => (Some(source), "centre"),
         "positions" | "uvs" => (
             Some(source),
             if source == "grid" { "size" } else { "radius" },
@@ -1250,9 +1262,8 @@ fn tube_mesh(tb: &file::TubeSection) -> Result<crate::mesh::TriMesh, MeshError> 
 fn wind_settings(
     w: &file::WindSection,
 ) -> Result<crate::model::wind::Wind, (&'static str, String)> {
-    if !w.velocity.iter().all(|x| x.is_finite()) {
-        return Err(("velocity", "must be finite".into()));
-    }
+    crate::limits::check_speed("velocity", Vec3::from_array(w.velocity))
+        .map_err(|e| ("velocity", e.message))?;
     for (key, v) in [("density", w.density), ("gust_period_s", w.gust_period_s)] {
         if !(v.is_finite() && v > 0.0) {
             return Err((key, format!("must be positive, got {v}")));

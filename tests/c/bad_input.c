@@ -887,6 +887,13 @@ int main(int argc, char **argv) {
     huge.gravity[1] = -1e30f;
     weft_world *never = NULL;
     EXPECT(weft_world_create(&huge, &never), WEFT_STATUS_INVALID_ARGUMENT);
+    huge = wd;
+    huge.wind.enabled = 1;
+    huge.wind.velocity[0] = 1e30f;
+    EXPECT(weft_world_create(&huge, &never), WEFT_STATUS_INVALID_ARGUMENT);
+    huge = wd;
+    huge.gravity[1] = -1000.0f; /* finite, 100 g: past WEFT_MAX_GRAVITY */
+    EXPECT(weft_world_create(&huge, &never), WEFT_STATUS_INVALID_ARGUMENT);
     if (never != NULL) failures++;
 
     weft_world *hw = NULL;
