@@ -200,3 +200,26 @@ fn bad_keyframed_pin_sections_are_refused_with_file_line_and_key() {
     let text = SCENE.replace("pivot = [0.0, 1.0, 0.2]", "pivot = [nan, 1.0, 0.2]");
     assert!(load(&text).is_err());
 }
+
+#[test]
+fn the_wrung_sample_keeps_its_turning_hem_exactly_on_the_track() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/stress/wrung.toml");
+    let scene = scene::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    // Without the frame deadline the run is the same on every machine.
+    world.settings_mut().budget.frame_ms = None;
+    assert_eq!(world.cloths()[0].pin_tracks()[0].vertices().len(), 17);
+    for frame in 1..=30 {
+        world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        let cloth = &world.cloths()[0];
+        let x = cloth.state().positions();
+        let track = &cloth.pin_tracks()[0];
+        for (k, &v) in track.vertices().iter().enumerate() {
+            assert_eq!(
+                x[v as usize],
+                track.target_at(k, world.time()),
+                "frame {frame}, vertex {v}"
+            );
+        }
+    }
+}

@@ -208,6 +208,44 @@ mod tests {
     }
 
     #[test]
+    fn landing_removes_the_rounding_of_target_plus_velocity_times_h() {
+        // A target near zero that moves far in one substep: target + ((goal − target)/h)·h
+        // rounds away from the goal (about one case in eleven for targets within 1 cm of zero
+        // moving up to 0.5 m), so the world lands the pins after each substep. Here the goal is
+        // −0.055302545 m and the accumulated target one unit in the last place off.
+        let h = 1.0f32 / 120.0;
+        let (start, shift) = (-0.005_350_523f32, -0.049_952_023f32);
+        let track = Track::new(vec![
+            Keyframe {
+                time: 0.0,
+                pose: pose_from_euler_deg([0.0; 3], [0.0; 3]),
+            },
+            Keyframe {
+                time: f64::from(h),
+                pose: pose_from_euler_deg([shift, 0.0, 0.0], [0.0; 3]),
+            },
+        ])
+        .expect("valid keys");
+        let positions = [Vec3::new(start, 0.0, 0.0)];
+        let mut pt = PinTrack::new(track, Vec3::ZERO, &[0], &positions);
+        let mut pins = vec![PinTarget {
+            vertex: 0,
+            target: positions[0],
+            velocity: Vec3::ZERO,
+        }];
+        pt.reslot(&pins);
+        let goal = pt.target_at(0, f64::from(h));
+        pt.drive(&mut pins, f64::from(h), h);
+        let step = pins[0].velocity * h;
+        pins[0].target += step;
+        assert_ne!(pins[0].target, goal, "this case must round away");
+        let mut x = positions.to_vec();
+        pt.land(&mut pins, &mut x, f64::from(h));
+        assert_eq!(pins[0].target, goal);
+        assert_eq!(x[0], goal);
+    }
+
+    #[test]
     fn forgotten_vertices_are_no_longer_driven() {
         let positions = [Vec3::X, Vec3::Y];
         let mut pt = PinTrack::new(turn_track(), Vec3::ZERO, &[0, 1], &positions);
