@@ -20,6 +20,7 @@ use crate::collide::track::{Track, TrackError};
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
+use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::pipeline;
@@ -285,6 +286,8 @@ pub struct Cloth {
     pub(crate) system: ImplicitEuler,
     pub(crate) constraints: Constraints,
     pub(crate) pins: Vec<PinTarget>,
+    /// Keyframed pin targets ([`World::set_pin_track`]); each tracked vertex is pinned.
+    pub(crate) pin_tracks: Vec<PinTrack>,
     pub(crate) external: Vec<Vec3>,
     pub(crate) measure_before: Vec<f32>,
     pub(crate) measure_after: Vec<f32>,
@@ -352,6 +355,7 @@ impl Cloth {
             system,
             constraints: Constraints::new(n),
             pins,
+            pin_tracks: Vec::new(),
             external: vec![Vec3::ZERO; n],
             measure_before: vec![0.0; ntri],
             measure_after: vec![0.0; ntri],
@@ -478,6 +482,43 @@ impl Cloth {
     #[must_use]
     pub fn pins(&self) -> &[PinTarget] {
         &self.pins
+    }
+
+    /// The keyframed pin targets of this cloth ([`World::set_pin_track`]).
+    #[must_use]
+    pub fn pin_tracks(&self) -> &[PinTrack] {
+        &self.pin_tracks
+    }
+
+    /// Stops tracking `vertex` in every pin track (the host took it over or freed
+    /// it), drops emptied tracks and refreshes the slots into the pin list.
+    fn forget_tracked_pin(&mut self, vertex: u32) {
+        let mut changed = false;
+        for t in &mut self.pin_tracks {
+            changed |= t.forget(vertex);
+        }
+        if changed {
+            self.pin_tracks.retain(|t| !t.is_empty());
+        }
+        for t in &mut self.pin_tracks {
+            t.reslot(&self.pins);
+        }
+    }
+
+    /// Sets the velocities of the tracked pins for a substep of length `h` ending at
+    /// `t_end` on their tracks.
+    fn drive_pin_tracks(&mut self, t_end: f64, h: f32) {
+        for t in &self.pin_tracks {
+            t.drive(&mut self.pins, t_end, h);
+        }
+    }
+
+    /// Puts the tracked pins and their vertices exactly on their tracks at `t`.
+    fn land_pin_tracks(&mut self, t: f64) {
+        let x = self.state.positions_mut();
+        for track in &self.pin_tracks {
+            track.land(&mut self.pins, x, t);
+        }
     }
 
     /// Largest edge strain |l / l0 − 1| now.
@@ -1015,6 +1056,13 @@ impl World {
             // result of each cloth does not depend on the thread count.
             let views = &self.collider_views;
             let frame_deadline = &deadline;
+            // Where keyframed pins must be at the end of this substep (the last one
+            // ends exactly at the frame's end).
+            let t_substep_end = if k + 1 == substeps {
+                self.time + f64::from(dt)
+            } else {
+                self.time + f64::from(h) * f64::from(k + 1)
+            };
             self.cloths
                 .par_iter_mut()
                 .zip(self.cloth_stats.par_iter_mut())
@@ -1029,6 +1077,7 @@ impl World {
                     // cloth mutably and its arena shared (an empty `Bump` in its
                     // place allocates nothing).
                     let arena = std::mem::take(&mut cloth.arena);
+                    cloth.drive_pin_tracks(t_substep_end, h);
                     pipeline::substep(
                         cloth,
                         arena.bump(),
@@ -1040,6 +1089,7 @@ impl World {
                         cloth_stats,
                     );
                     cloth.arena = arena;
+                    cloth.land_pin_tracks(t_substep_end);
                     cloth_stats.deadline_hit |= deadline.was_hit();
                 });
             if self.cloth_stats.iter().any(|s| s.deadline_hit) {
@@ -1362,6 +1412,8 @@ impl World {
                 count,
             });
         }
+        // The host takes the vertex over from a keyframed pin track, if any.
+        c.forget_tracked_pin(vertex);
         match c.pins.iter_mut().find(|p| p.vertex == vertex) {
             Some(p) => {
                 p.target = target;
@@ -1397,6 +1449,7 @@ impl World {
             .ok_or(EditError::NotPinned { cloth, vertex })?;
         c.pins.remove(k);
         c.state.set_pinned(vertex as usize, false);
+        c.forget_tracked_pin(vertex);
         Ok(())
     }
 
@@ -1407,6 +1460,73 @@ impl World {
             c.state.set_pinned(p.vertex as usize, false);
         }
         c.pins.clear();
+        c.pin_tracks.clear();
+        Ok(())
+    }
+
+    /// Pins `vertices` of cloth `cloth` to a keyframed track from now on: with `p`
+    /// the pivot and `x_i` each vertex's position now, its target at time `t` is
+    /// `p + T(t) + R(t) (x_i − p)` for the track's pose `(R, T)` at `t`
+    /// ([`PinTrack`]). The vertices are pinned (those already pinned keep their place
+    /// in the pin list, leaving any earlier track) and placed on the track's
+    /// position for the current time at once (a set-up call, not a step). Every
+    /// substep then moves them to the track's position at the substep's end, where
+    /// they land exactly.
+    ///
+    /// # Errors
+    /// No such cloth, a vertex out of range, an empty list or a non-finite pivot.
+    pub fn set_pin_track(
+        &mut self,
+        cloth: usize,
+        vertices: &[u32],
+        pivot: Vec3,
+        track: Track,
+    ) -> Result<(), EditError> {
+        if !pivot.is_finite() {
+            return Err(EditError::Value {
+                what: "pin track",
+                message: format!("pivot {pivot} must be finite"),
+            });
+        }
+        if vertices.is_empty() {
+            return Err(EditError::Value {
+                what: "pin track",
+                message: "no vertex to pin".into(),
+            });
+        }
+        let time = self.time;
+        let c = self.cloth_mut(cloth)?;
+        let count = c.state.len();
+        if let Some(&vertex) = vertices.iter().find(|&&v| v as usize >= count) {
+            return Err(EditError::VertexOutOfRange {
+                cloth,
+                vertex,
+                count,
+            });
+        }
+        let mut vertices = vertices.to_vec();
+        vertices.sort_unstable();
+        vertices.dedup();
+        for &v in &vertices {
+            c.forget_tracked_pin(v);
+            if !c.state.is_pinned(v as usize) {
+                c.state.set_pinned(v as usize, true);
+                c.pins.push(PinTarget {
+                    vertex: v,
+                    target: c.state.positions()[v as usize],
+                    velocity: Vec3::ZERO,
+                });
+            }
+        }
+        for p in &mut c.pins {
+            if vertices.binary_search(&p.vertex).is_ok() {
+                p.velocity = Vec3::ZERO;
+            }
+        }
+        let mut pin_track = PinTrack::new(track, pivot, &vertices, c.state.positions());
+        pin_track.reslot(&c.pins);
+        pin_track.land(&mut c.pins, c.state.positions_mut(), time);
+        c.pin_tracks.push(pin_track);
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! The `weft` command line: run, check and bench scene files.
+//! The `weft` command line: run, check, bench and stress scene files.
 //!
 //! Exit codes: 0 success, 1 simulation failure (NaN, lost invariant),
 //! 2 bad input (the message names the file, line and key).
@@ -91,6 +91,25 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Run several scenes and report each one's frame times against its own
+    /// `[budget] frame_ms`: worst, median, the worst as a multiple of the
+    /// budget. Scenes refused at load are listed apart with their error.
+    Stress {
+        /// Scene files or folders (a folder's `*.toml`, sorted, not recursive).
+        #[arg(required = true)]
+        scenes: Vec<PathBuf>,
+        /// Frames to run per scene (default: each scene's).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Give up on a scene when one frame has not ended after this many
+        /// seconds; the frame is reported as timed out (it finishes in the
+        /// background, and the scene's later frames are not run).
+        #[arg(long, value_name = "SECONDS")]
+        frame_timeout: Option<f64>,
+    },
     /// Plot columns of several runs' stats.csv against each other (one SVG per
     /// column), e.g. a scene run with two couplings.
     Compare {
@@ -149,6 +168,12 @@ fn main() -> ExitCode {
             frames,
             threads,
         } => with_threads(threads, || bench(&scene, frames)),
+        Command::Stress {
+            scenes,
+            frames,
+            threads,
+            frame_timeout,
+        } => stress(&scenes, frames, threads, frame_timeout),
         Command::Compare { runs, columns, out } => compare(&runs, &columns, &out),
     };
     match result {
@@ -647,6 +672,202 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
         100.0 * med / budget
     );
     println!("state_hash {:016x}", world.state_hash());
+    Ok(())
+}
+
+/// The scene files `paths` name: files as given, folders as their `*.toml`
+/// files in name order.
+fn scene_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = fs::read_dir(p)
+                .map_err(|e| io_err(p, e))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// How one scene of `weft stress` ended.
+enum StressOutcome {
+    /// Every frame ran.
+    Ran,
+    /// A step failed (lost invariant) at this frame.
+    Failed(u32, String),
+    /// This frame had not ended after the timeout.
+    TimedOut(u32),
+}
+
+/// One row of the `weft stress` table.
+struct StressRow {
+    name: String,
+    budget_ms: Option<f64>,
+    frames: Vec<FrameStats>,
+    outcome: StressOutcome,
+}
+
+/// Runs `frames` frames of `world` (all when `None`) on a worker thread, in
+/// `pool`, handing back each frame's stats; stops waiting for a frame after
+/// `timeout` seconds.
+fn stress_scene(
+    scene: &Scene,
+    mut world: World,
+    frames: u32,
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+    timeout: Option<f64>,
+) -> StressRow {
+    world.set_thread_pool(pool);
+    let dt = scene.dt();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for _ in 0..frames {
+            let result = world.step(dt).map_err(|e| e.to_string());
+            let failed = result.is_err();
+            // The receiver is gone once the frame timed out: stop.
+            if send.send(result).is_err() || failed {
+                break;
+            }
+        }
+    });
+    let mut row = StressRow {
+        name: scene.name.clone(),
+        budget_ms: scene.settings.budget.frame_ms,
+        frames: Vec::with_capacity(frames as usize),
+        outcome: StressOutcome::Ran,
+    };
+    for frame in 1..=frames {
+        let next = match timeout {
+            Some(s) => receive
+                .recv_timeout(std::time::Duration::from_secs_f64(s))
+                .map_err(|_| ()),
+            None => receive.recv().map_err(|_| ()),
+        };
+        match next {
+            Ok(Ok(stats)) => row.frames.push(stats),
+            Ok(Err(message)) => {
+                row.outcome = StressOutcome::Failed(frame, message);
+                break;
+            }
+            Err(()) => {
+                row.outcome = StressOutcome::TimedOut(frame);
+                break;
+            }
+        }
+    }
+    row
+}
+
+fn stress(
+    paths: &[PathBuf],
+    frames: Option<u32>,
+    threads: Option<usize>,
+    timeout: Option<f64>,
+) -> Result<(), Failure> {
+    if let Some(s) = timeout {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(Failure::BadInput(format!(
+                "--frame-timeout must be positive, got {s}"
+            )));
+        }
+    }
+    let pool = match threads {
+        Some(0) => return Err(Failure::BadInput("--threads must be at least 1".into())),
+        Some(t) => Some(std::sync::Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_err(|e| Failure::Simulation(format!("cannot start the thread pool: {e}")))?,
+        )),
+        None => None,
+    };
+    let files = scene_files(paths)?;
+    if files.is_empty() {
+        return Err(Failure::BadInput("no scene file given".into()));
+    }
+    let mut rows = Vec::new();
+    let mut refused = Vec::new();
+    for file in &files {
+        let (scene, world) = match load(file) {
+            Ok(loaded) => loaded,
+            Err(Failure::BadInput(m) | Failure::Simulation(m)) => {
+                refused.push((file.display().to_string(), m));
+                continue;
+            }
+        };
+        let n = frames.unwrap_or(scene.frames);
+        eprintln!("{}: {} frames", scene.name, n);
+        rows.push(stress_scene(&scene, world, n, pool.clone(), timeout));
+    }
+    println!(
+        "{} threads; worst/budget = the slowest frame over the scene's [budget] frame_ms",
+        pool.as_ref()
+            .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    );
+    println!(
+        "| scene | frames | budget ms | median ms | worst ms | worst/budget | frames > 2x budget | max strain % | last resorts | outcome |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut bad = false;
+    for r in &rows {
+        let times: Vec<f64> = r.frames.iter().map(|s| s.frame_ms).collect();
+        let worst = times.iter().copied().fold(0.0f64, f64::max);
+        let median = percentile(&times, 0.5);
+        let strain = r.frames.iter().map(|s| s.max_strain).fold(0.0f32, f32::max);
+        let resorts: u32 = r.frames.iter().map(|s| s.last_resorts).sum();
+        let (ratio, over) = match r.budget_ms {
+            Some(b) => (
+                format!("{:.2}", worst / b),
+                times.iter().filter(|&&t| t > 2.0 * b).count().to_string(),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        let outcome = match &r.outcome {
+            StressOutcome::Ran => "ran".to_string(),
+            StressOutcome::Failed(f, m) => {
+                bad = true;
+                format!("failed at frame {f}: {m}")
+            }
+            StressOutcome::TimedOut(f) => {
+                bad = true;
+                format!(
+                    "frame {f} still running after {:.0} s",
+                    timeout.unwrap_or_default()
+                )
+            }
+        };
+        println!(
+            "| {} | {} | {} | {:.1} | {:.1} | {} | {} | {:.1} | {} | {} |",
+            r.name,
+            r.frames.len(),
+            r.budget_ms.map_or_else(|| "-".into(), |b| format!("{b}")),
+            median,
+            worst,
+            ratio,
+            over,
+            100.0 * strain,
+            resorts,
+            outcome
+        );
+    }
+    if !refused.is_empty() {
+        println!();
+        println!("refused at load:");
+        for (file, message) in &refused {
+            println!("- {file}: {message}");
+        }
+    }
+    if bad {
+        return Err(Failure::Simulation(
+            "a scene failed or timed out (see the table)".into(),
+        ));
+    }
     Ok(())
 }
 

@@ -8,4 +8,5 @@ pub mod contact;
 pub mod implicit_euler;
 pub mod isometric;
 pub mod isometric_cloth;
+pub mod pin_track;
 pub mod projection;

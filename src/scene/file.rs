@@ -670,6 +670,15 @@ pub struct PinSection {
     pub grid: Vec<[u32; 2]>,
     /// Every vertex inside this axis-aligned box (world coordinates, m).
     pub region: Option<RegionSection>,
+    /// Keyframed motion of this section's vertices as one rigid region
+    /// (`[[cloth.pin.keyframes]]`, the same keys as a collider's): each key's
+    /// `position` (m) and `rotation_deg` move the region from where it starts,
+    /// turning it about `pivot`. None: the pins hold still.
+    #[serde(default)]
+    pub keyframes: Vec<KeyframeSection>,
+    /// The point the keyframes' rotations turn about (m, world coordinates at the
+    /// start); only with `keyframes`. Default: the origin.
+    pub pivot: Option<[f32; 3]>,
 }
 
 /// An axis-aligned box.

@@ -108,6 +108,18 @@ pub struct SceneLine(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SpawnOrder(pub u32);
 
+/// One keyframed pin section of a cloth (`[[cloth.pin]]` with `keyframes`): a
+/// component of the cloth's entity, a list because a cloth may have several.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PinTrackDesc {
+    /// The section's vertices (sorted, unique).
+    pub vertices: Vec<u32>,
+    /// The point rotations turn about (m).
+    pub pivot: Vec3,
+    /// The keyframes.
+    pub track: Track,
+}
+
 /// A loaded scene: run settings and the scene entities.
 pub struct Scene {
     /// Scene name.
@@ -428,8 +440,14 @@ impl Scene {
         let base = path.parent().unwrap_or_else(|| Path::new("."));
         for (ci, c) in sf.cloths.iter().enumerate() {
             let desc = cloth_desc(c, ci, sf, base, &file, text)?;
+            let pin_tracks = pin_tracks_of(c, ci, &desc, &file, text)?;
             let line = SceneLine(cloth_line(text, ci, None, ""));
             let e = entities.spawn((SpawnOrder(order), desc, line));
+            if !pin_tracks.is_empty() {
+                entities
+                    .insert_one(e, pin_tracks)
+                    .expect("the entity was just spawned");
+            }
             if let Some(iso) = isometric_desc(c, ci, sf, &file, text)? {
                 entities
                     .insert_one(e, iso)
@@ -516,6 +534,7 @@ impl Scene {
             ClothDesc,
             Option<IsometricDesc>,
             Option<SceneLine>,
+            Option<Vec<PinTrackDesc>>,
         );
         let mut cloths: Vec<ClothEntity> = self
             .entities
@@ -524,22 +543,35 @@ impl Scene {
                 &ClothDesc,
                 Option<&IsometricDesc>,
                 Option<&SceneLine>,
+                Option<&Vec<PinTrackDesc>>,
             )>()
             .iter()
-            .map(|(o, d, iso, line)| (*o, d.clone(), iso.copied(), line.copied()))
+            .map(|(o, d, iso, line, tracks)| {
+                (*o, d.clone(), iso.copied(), line.copied(), tracks.cloned())
+            })
             .collect();
-        cloths.sort_by_key(|(o, _, _, _)| *o);
-        for (i, (_, desc, iso, line)) in cloths.into_iter().enumerate() {
+        cloths.sort_by_key(|(o, _, _, _, _)| *o);
+        for (i, (_, desc, iso, line, tracks)) in cloths.into_iter().enumerate() {
             let added = match iso {
                 Some(iso) => world.add_isometric_cloth(desc, iso),
                 None => world.add_cloth(desc),
             };
-            added.map_err(|source| SceneError::Cloth {
+            let index = added.map_err(|source| SceneError::Cloth {
                 file: self.path.display().to_string(),
                 line: line.map_or(0, |l| l.0),
                 key: format!("cloth[{i}]"),
                 source,
             })?;
+            for t in tracks.into_iter().flatten() {
+                world
+                    .set_pin_track(index, &t.vertices, t.pivot, t.track)
+                    .map_err(|e| SceneError::Value {
+                        file: self.path.display().to_string(),
+                        line: line.map_or(0, |l| l.0),
+                        key: format!("cloth[{i}].pin"),
+                        message: e.to_string(),
+                    })?;
+            }
         }
         let mut colliders: Vec<(SpawnOrder, ColliderDesc, Option<Track>)> = self
             .entities
@@ -998,52 +1030,15 @@ fn cloth_desc(
     let n = mesh.num_vertices() as u32;
     let mut pins = Vec::new();
     for (pk, p) in c.pins.iter().enumerate() {
-        let perr = |k: &str, message: String| SceneError::Value {
-            file: file.to_string(),
-            line: cloth_line(text, ci, Some(("pin", pk)), k),
-            key: key(&format!("pin[{pk}].{k}")),
-            message,
-        };
-        for &v in &p.vertices {
-            if v >= n {
-                return Err(perr(
-                    "vertices",
-                    format!("vertex {v} out of range (the cloth has {n} vertices)"),
-                ));
-            }
-            pins.push(v);
-        }
-        if !p.grid.is_empty() {
-            let Some(g) = &c.grid else {
-                return Err(perr("grid", "grid coordinates need a grid cloth".into()));
-            };
-            for &[i, j] in &p.grid {
-                if i >= g.vertices[0] || j >= g.vertices[1] {
-                    return Err(perr(
-                        "grid",
-                        format!(
-                            "[{i}, {j}] outside the {}x{} grid",
-                            g.vertices[0], g.vertices[1]
-                        ),
-                    ));
-                }
-                pins.push(j * g.vertices[0] + i);
-            }
-        }
-        if let Some(r) = &p.region {
-            let (lo, hi) = (Vec3::from_array(r.min), Vec3::from_array(r.max));
-            let before = pins.len();
-            pins.extend(
-                mesh.positions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| x.cmpge(lo).all() && x.cmple(hi).all())
-                    .map(|(i, _)| i as u32),
-            );
-            if pins.len() == before {
-                return Err(perr("region", "the region holds no vertex".into()));
-            }
-        }
+        let vertices = pin_section_vertices(p, c.grid.as_ref(), &mesh.positions, n).map_err(
+            |(k, message)| SceneError::Value {
+                file: file.to_string(),
+                line: cloth_line(text, ci, Some(("pin", pk)), k),
+                key: key(&format!("pin[{pk}].{k}")),
+                message,
+            },
+        )?;
+        pins.extend(vertices);
     }
     pins.sort_unstable();
     pins.dedup();
@@ -1223,6 +1218,128 @@ fn cloth_value_error(
         },
         message: format!("{name}: {message}"),
     }
+}
+
+/// The vertices one `[[cloth.pin]]` section names (indices, grid coordinates and a
+/// region of `positions`, in that order, possibly repeated); an error is (key, message).
+fn pin_section_vertices(
+    p: &file::PinSection,
+    grid: Option<&file::GridSection>,
+    positions: &[Vec3],
+    n: u32,
+) -> Result<Vec<u32>, (&'static str, String)> {
+    let mut pins = Vec::new();
+    for &v in &p.vertices {
+        if v >= n {
+            return Err((
+                "vertices",
+                format!("vertex {v} out of range (the cloth has {n} vertices)"),
+            ));
+        }
+        pins.push(v);
+    }
+    if !p.grid.is_empty() {
+        let Some(g) = grid else {
+            return Err(("grid", "grid coordinates need a grid cloth".into()));
+        };
+        for &[i, j] in &p.grid {
+            if i >= g.vertices[0] || j >= g.vertices[1] {
+                return Err((
+                    "grid",
+                    format!(
+                        "[{i}, {j}] outside the {}x{} grid",
+                        g.vertices[0], g.vertices[1]
+                    ),
+                ));
+            }
+            pins.push(j * g.vertices[0] + i);
+        }
+    }
+    if let Some(r) = &p.region {
+        let (lo, hi) = (Vec3::from_array(r.min), Vec3::from_array(r.max));
+        let before = pins.len();
+        pins.extend(
+            positions
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.cmpge(lo).all() && x.cmple(hi).all())
+                .map(|(i, _)| i as u32),
+        );
+        if pins.len() == before {
+            return Err(("region", "the region holds no vertex".into()));
+        }
+    }
+    Ok(pins)
+}
+
+/// The keyframed pin sections of cloth `ci` (`[[cloth.pin]]` with `keyframes`),
+/// each as its vertices, pivot and track, checked against `desc` (the cloth as
+/// built: its mesh, placed). A vertex of a keyframed section may belong to no other
+/// section.
+fn pin_tracks_of(
+    c: &ClothSection,
+    ci: usize,
+    desc: &ClothDesc,
+    file: &str,
+    text: &str,
+) -> Result<Vec<PinTrackDesc>, SceneError> {
+    let n = desc.mesh.num_vertices() as u32;
+    let perr = |pk: usize, line_key: &str, k: String, message: String| SceneError::Value {
+        file: file.to_string(),
+        line: cloth_line(text, ci, Some(("pin", pk)), line_key),
+        key: format!("cloth[{ci}].pin[{pk}].{k}"),
+        message,
+    };
+    let mut sections = Vec::with_capacity(c.pins.len());
+    for (pk, p) in c.pins.iter().enumerate() {
+        let mut vertices = pin_section_vertices(p, c.grid.as_ref(), &desc.mesh.positions, n)
+            .map_err(|(k, message)| perr(pk, k, k.to_string(), message))?;
+        vertices.sort_unstable();
+        vertices.dedup();
+        sections.push(vertices);
+    }
+    let mut tracks = Vec::new();
+    for (pk, p) in c.pins.iter().enumerate() {
+        if p.keyframes.is_empty() {
+            if p.pivot.is_some() {
+                return Err(perr(
+                    pk,
+                    "pivot",
+                    "pivot".into(),
+                    "a pivot needs `keyframes`".into(),
+                ));
+            }
+            continue;
+        }
+        let pivot = p.pivot.unwrap_or([0.0; 3]);
+        if !pivot.iter().all(|x| x.is_finite()) {
+            return Err(perr(pk, "pivot", "pivot".into(), "must be finite".into()));
+        }
+        let track = track_of(&p.keyframes)
+            .map_err(|(k, message)| perr(pk, "time", k, message))?
+            .expect("the section has keyframes");
+        for (other, vs) in sections.iter().enumerate() {
+            if other == pk {
+                continue;
+            }
+            if let Some(v) = sections[pk].iter().find(|v| vs.binary_search(v).is_ok()) {
+                return Err(perr(
+                    pk,
+                    "keyframes",
+                    "keyframes".into(),
+                    format!(
+                        "vertex {v} is also pinned by pin[{other}]; a keyframed pin section must not share vertices"
+                    ),
+                ));
+            }
+        }
+        tracks.push(PinTrackDesc {
+            vertices: sections[pk].clone(),
+            pivot: Vec3::from_array(pivot),
+            track,
+        });
+    }
+    Ok(tracks)
 }
 
 /// The mesh of a `[cloth.tube]`: `mesh::tube` (axis y, centred at the

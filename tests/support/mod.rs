@@ -3,12 +3,14 @@
 //! Each integration test binary includes this module with `mod support;`. Test binaries use
 //! different subsets of it, so unused items are allowed here rather than in every caller.
 //! The module has no `#[cfg(test)] mod tests` of its own: anything placed there would run once
-//! per including binary. The checker's own tests live in `tests/intersection_checker.rs`.
+//! per including binary. The checker's own tests live in `tests/intersection_checker.rs` (triangle
+//! tests) and `tests/containment_checker.rs` (vertices inside solids and closed meshes).
 #![deny(unsafe_code)]
 // Every test binary compiles this module but uses only part of it.
 #![allow(dead_code)]
 
 pub mod alloc_count;
+pub mod inside;
 pub mod intersection;
 
 // Re-exported for the callers that use them; a binary that uses none would warn.
@@ -80,5 +82,104 @@ pub fn assert_world_clean(world: &weft::world::World, context: &str) {
             "{context}, cloth {i}: {}",
             report.summary()
         );
+    }
+}
+
+/// The world's obstacle meshes (colliders' tessellations included, in
+/// [`weft::world::World::obstacles`] order), each placed at its current pose
+/// (after a step: the frame's end).
+pub fn obstacle_meshes(world: &weft::world::World) -> Vec<(Vec<glam::Vec3>, Vec<[u32; 3]>)> {
+    world
+        .obstacles()
+        .iter()
+        .map(|o| {
+            let pose = o.pose();
+            let mesh = o.mesh();
+            (
+                mesh.positions
+                    .iter()
+                    .map(|p| pose.transform_point(*p))
+                    .collect(),
+                mesh.triangles.clone(),
+            )
+        })
+        .collect()
+}
+
+/// What the independent checker finds in one cloth of a world.
+#[derive(Clone, Debug, Default)]
+pub struct ClothCheck {
+    /// Triangle tests: self pairs; `mesh_pairs` index the obstacles as
+    /// [`obstacle_meshes`] does; `solid_hits` index the colliders.
+    pub triangles: IntersectionReport,
+    /// `(collider, vertex, depth m)` of vertices deeper than the tolerance in an
+    /// analytic collider at its current pose.
+    pub vertices_in_solids: Vec<(usize, u32, f32)>,
+    /// `(obstacle, vertex)` of vertices inside a closed obstacle mesh.
+    pub vertices_in_meshes: Vec<(usize, u32)>,
+}
+
+impl ClothCheck {
+    /// True when nothing intersects and no vertex is inside anything.
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.triangles.is_clean()
+            && self.vertices_in_solids.is_empty()
+            && self.vertices_in_meshes.is_empty()
+    }
+
+    /// One line for assertion messages.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        const SHOWN: usize = 8;
+        format!(
+            "triangles: {}; {} vertices in colliders {:?}; {} vertices in obstacle meshes {:?}",
+            self.triangles.summary(),
+            self.vertices_in_solids.len(),
+            &self.vertices_in_solids[..self.vertices_in_solids.len().min(SHOWN)],
+            self.vertices_in_meshes.len(),
+            &self.vertices_in_meshes[..self.vertices_in_meshes.len().min(SHOWN)],
+        )
+    }
+}
+
+/// Checks cloth `cloth` of `world` at its current state against itself, every
+/// obstacle mesh and every analytic collider at their current poses: triangle
+/// pairs that intersect, triangles and vertices more than `tolerance` (m) inside a
+/// collider, vertices inside a closed obstacle mesh.
+pub fn check_cloth(world: &weft::world::World, cloth: usize, tolerance: f32) -> ClothCheck {
+    let solids = solids_of(world);
+    let meshes = obstacle_meshes(world);
+    let soups: Vec<TriSoup> = meshes
+        .iter()
+        .map(|(x, t)| TriSoup {
+            positions: x,
+            triangles: t,
+        })
+        .collect();
+    let c = &world.cloths()[cloth];
+    let x = c.state().positions();
+    let triangles = find_intersections(
+        &TriSoup {
+            positions: x,
+            triangles: c.triangles(),
+        },
+        &soups,
+        &solids,
+        tolerance,
+    );
+    let vertices_in_meshes = soups
+        .iter()
+        .enumerate()
+        .flat_map(|(m, soup)| {
+            inside::vertices_inside_mesh(x, soup)
+                .into_iter()
+                .map(move |v| (m, v))
+        })
+        .collect();
+    ClothCheck {
+        triangles,
+        vertices_in_solids: inside::vertices_inside_solids(x, &solids, tolerance),
+        vertices_in_meshes,
     }
 }

@@ -1,0 +1,300 @@
+//! The stress samples of `samples/stress/` on shortened runs: every frame free of
+//! self-intersections, of cloth–obstacle crossings and of vertices inside colliders or closed
+//! obstacle meshes (the independent checker, `tests/support`), no NaN, and the largest edge
+//! strain within the cloth's 10 % limit plus a 2-point margin (12 %). The samples are built so
+//! that no pin and no obstacle forces an edge past the limit (see each file's header), so the
+//! margin is the whole allowance.
+//!
+//! The absurd-value samples of `samples/stress/absurd/` must be refused at load with an error
+//! naming the file, the line and the key, or run every frame within twice its budget, finite
+//! and intersection-free.
+//!
+//! The runnable samples run without their frame deadline (`[budget] frame_ms`): with it, the
+//! CG and the collision rounds stop at a wall-clock time, and a run depends on the machine and
+//! its load. Without it every run is the same, and a failure names the same frame everywhere.
+//! The frame times against the budget are `weft stress`'s report.
+//!
+//! Each run happens on a worker thread; a frame that has not ended after `FRAME_TIMEOUT` fails
+//! the test (the worker stops after that frame), so a scene that hangs the collision stage
+//! fails in bounded time instead of stalling the suite.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use weft::scene::{self, SceneError};
+
+/// Longest wall-clock time a test waits for one frame.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The 10 % strain limit of every stress sample plus the stated 2-point margin.
+const STRAIN_BOUND: f32 = 0.12;
+
+/// Depth (m) beyond which a vertex or triangle inside an analytic collider is reported.
+const SOLID_TOLERANCE: f32 = 1e-3;
+
+fn path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples/stress")
+        .join(name)
+}
+
+/// Whether a run keeps the scene's frame deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deadline {
+    /// As the scene sets it.
+    Scene,
+    /// None: the run does not depend on the machine.
+    Off,
+}
+
+/// What a worker reports after each frame.
+enum Progress {
+    /// The frame ended and passed every check: its time (ms) and largest strain.
+    Frame { ms: f64, strain: f32 },
+    /// The frame failed a check (or the step failed): why.
+    Failed(String),
+}
+
+/// Runs `frames` frames of the scene in `file` on a worker thread, checking every frame with
+/// `check`, and waits for each frame at most `FRAME_TIMEOUT`. Returns the frame times (ms) and
+/// the largest strain seen, or panics naming the frame and what went wrong.
+fn run_checked(
+    file: &Path,
+    frames: u32,
+    deadline: Deadline,
+    check: fn(&weft::world::World, &weft::runtime::stats::FrameStats) -> Result<(), String>,
+) -> (Vec<f64>, f32) {
+    let scene = scene::load(file).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    if deadline == Deadline::Off {
+        world.settings_mut().budget.frame_ms = None;
+    }
+    let dt = scene.dt();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (send, receive) = mpsc::channel();
+    let worker_stop = stop.clone();
+    std::thread::spawn(move || {
+        for _ in 0..frames {
+            if worker_stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let progress = match world.step(dt) {
+                Ok(stats) => match check(&world, &stats) {
+                    Ok(()) => Progress::Frame {
+                        ms: stats.frame_ms,
+                        strain: stats.max_strain,
+                    },
+                    Err(m) => Progress::Failed(m),
+                },
+                Err(e) => Progress::Failed(format!("step failed: {e}")),
+            };
+            let failed = matches!(progress, Progress::Failed(_));
+            if send.send(progress).is_err() || failed {
+                return;
+            }
+        }
+    });
+    let mut times = Vec::new();
+    let mut strain = 0.0f32;
+    for frame in 1..=frames {
+        match receive.recv_timeout(FRAME_TIMEOUT) {
+            Ok(Progress::Frame { ms, strain: s }) => {
+                times.push(ms);
+                strain = strain.max(s);
+            }
+            Ok(Progress::Failed(m)) => panic!("{}: frame {frame}: {m}", scene.name),
+            Err(_) => {
+                stop.store(true, Ordering::Relaxed);
+                panic!(
+                    "{}: frame {frame} had not ended after {} s (frames before: worst {:.0} ms)",
+                    scene.name,
+                    FRAME_TIMEOUT.as_secs(),
+                    times.iter().copied().fold(0.0f64, f64::max)
+                );
+            }
+        }
+    }
+    (times, strain)
+}
+
+/// The checks of a runnable stress sample's frame: finite (the step checks it), every cloth
+/// clean against itself, every obstacle mesh and every collider at its frame-end pose, and the
+/// largest strain within `STRAIN_BOUND`.
+fn clean_and_within_strain(
+    world: &weft::world::World,
+    stats: &weft::runtime::stats::FrameStats,
+) -> Result<(), String> {
+    for (i, c) in world.cloths().iter().enumerate() {
+        if !c.state().is_finite() {
+            return Err(format!("cloth {i} is not finite"));
+        }
+        let check = support::check_cloth(world, i, SOLID_TOLERANCE);
+        if !check.is_clean() {
+            return Err(format!(
+                "cloth {i} not clean ({} last resorts this frame): {}",
+                stats.last_resorts,
+                check.summary()
+            ));
+        }
+    }
+    if stats.max_strain > STRAIN_BOUND {
+        return Err(format!(
+            "max edge strain {:.2} % over the {:.0} % bound ({} last resorts this frame)",
+            100.0 * stats.max_strain,
+            100.0 * STRAIN_BOUND,
+            stats.last_resorts
+        ));
+    }
+    Ok(())
+}
+
+fn report(name: &str, (times, strain): (Vec<f64>, f32)) {
+    let worst = times.iter().copied().fold(0.0f64, f64::max);
+    println!(
+        "{name}: {} frames clean, worst frame {worst:.1} ms, max strain {:.2} %",
+        times.len(),
+        100.0 * strain
+    );
+}
+
+#[test]
+fn a_cloth_wrung_by_a_turning_pinned_edge_stays_clean_and_within_strain() {
+    // 90 frames: the hem turns a full turn (rising 0.2 m over the first half).
+    let run = run_checked(
+        &path("wrung.toml"),
+        90,
+        Deadline::Off,
+        clean_and_within_strain,
+    );
+    report("wrung", run);
+}
+
+#[test]
+fn a_fast_small_ball_through_a_hanging_cloth_stays_clean_and_within_strain() {
+    // 30 frames: the ball hits the sheet in frame 1 and rests in its dent from frame 2.
+    let run = run_checked(
+        &path("projectile.toml"),
+        30,
+        Deadline::Off,
+        clean_and_within_strain,
+    );
+    report("projectile", run);
+}
+
+#[test]
+fn a_cloth_hung_on_turning_pegs_stays_clean_and_within_strain() {
+    // 75 frames: the sheet lands on the pegs (about frame 6); they turn 135° from frame 15
+    // to frame 60, then start back.
+    let run = run_checked(
+        &path("pegs.toml"),
+        75,
+        Deadline::Off,
+        clean_and_within_strain,
+    );
+    report("pegs", run);
+}
+
+#[test]
+fn a_cloth_pinched_between_closing_boxes_stays_clean_and_within_strain() {
+    // 60 frames: the boxes close by frame 30, then the upper one slides 5 cm.
+    let run = run_checked(
+        &path("pinch.toml"),
+        60,
+        Deadline::Off,
+        clean_and_within_strain,
+    );
+    report("pinch", run);
+}
+
+/// An absurd-value sample is either refused at load, with an error that names the file, a
+/// line and a key, or runs all its frames, each ending within twice its `[budget] frame_ms`,
+/// finite and clean.
+fn refused_or_within_budget(name: &str) {
+    let file = path(&format!("absurd/{name}.toml"));
+    let loaded = scene::load(&file).and_then(|s| s.instantiate().map(|w| (s, w)));
+    match loaded {
+        Err(e) => {
+            let place = file.display().to_string();
+            match &e {
+                SceneError::Value {
+                    file, line, key, ..
+                } => {
+                    assert_eq!(file, &place, "{e}");
+                    assert!(*line > 0, "no line: {e}");
+                    assert!(!key.is_empty(), "no key: {e}");
+                }
+                SceneError::Parse {
+                    file, line, key, ..
+                } => {
+                    assert_eq!(file, &place, "{e}");
+                    assert!(*line > 0, "no line: {e}");
+                    assert!(!key.is_empty(), "no key: {e}");
+                }
+                other => panic!("{name}: refused without a line and a key: {other}"),
+            }
+            println!("{name}: refused: {e}");
+        }
+        Ok((scene, _)) => {
+            let budget = scene
+                .settings
+                .budget
+                .frame_ms
+                .expect("every absurd sample sets [budget] frame_ms");
+            let (times, _) = run_checked(&file, scene.frames, Deadline::Scene, |world, _stats| {
+                for (i, c) in world.cloths().iter().enumerate() {
+                    let check = support::check_cloth(world, i, SOLID_TOLERANCE);
+                    if !check.is_clean() {
+                        return Err(format!("cloth {i} not clean: {}", check.summary()));
+                    }
+                    if !c.state().is_finite() {
+                        return Err(format!("cloth {i} is not finite"));
+                    }
+                }
+                Ok(())
+            });
+            for (f, ms) in times.iter().enumerate() {
+                assert!(
+                    *ms <= 2.0 * budget,
+                    "{name}: frame {} took {ms:.1} ms, over twice the {budget} ms budget",
+                    f + 1
+                );
+            }
+            println!("{name}: ran within budget: {times:?} ms");
+        }
+    }
+}
+
+#[test]
+fn absurd_thickness_is_refused_or_within_budget() {
+    refused_or_within_budget("thickness");
+}
+
+#[test]
+fn absurd_gravity_is_refused_or_within_budget() {
+    refused_or_within_budget("gravity");
+}
+
+#[test]
+fn absurd_initial_velocity_is_refused_or_within_budget() {
+    refused_or_within_budget("velocity");
+}
+
+#[test]
+fn absurd_frame_rate_is_refused_or_within_budget() {
+    refused_or_within_budget("fps");
+}
+
+#[test]
+fn absurd_tiny_sphere_is_refused_or_within_budget() {
+    refused_or_within_budget("tiny-sphere");
+}
+
+#[test]
+fn absurd_pin_target_is_refused_or_within_budget() {
+    refused_or_within_budget("pin-target");
+}
