@@ -9,6 +9,11 @@
 //! naming the file, the line and the key, or run every frame within twice its budget, finite
 //! and intersection-free.
 //!
+//! Two of them also run, once the cloth is in contact, with a clock on which every frame's
+//! deadline has always passed, so that every later frame takes the path of a frame out of time
+//! (CG and optional rounds stopped), deterministically; those runs are checked for crossings,
+//! not strain.
+//!
 //! The runnable samples run without their frame deadline (`[budget] frame_ms`): with it, the
 //! CG and the collision rounds stop at a wall-clock time, and a run depends on the machine and
 //! its load. Without it every run is the same, and a failure names the same frame everywhere.
@@ -22,7 +27,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -50,6 +55,23 @@ enum Deadline {
     Scene,
     /// None: the run does not depend on the machine.
     Off,
+    /// None until this frame (1-based), then passed at every check after each frame's start
+    /// ([`ExpiredClock`]): from that frame on every frame takes the path of a frame out of
+    /// time, the same way on every machine.
+    PassedFrom(u32),
+}
+
+/// A clock that moves one second every time it is read: a frame's deadline (milliseconds
+/// after its start) has passed at every check.
+#[derive(Debug, Default)]
+struct ExpiredClock {
+    reads: AtomicU64,
+}
+
+impl weft::runtime::budget::Clock for ExpiredClock {
+    fn now(&self) -> f64 {
+        self.reads.fetch_add(1, Ordering::Relaxed) as f64
+    }
 }
 
 /// What a worker reports after each frame.
@@ -71,7 +93,8 @@ fn run_checked(
 ) -> (Vec<f64>, f32) {
     let scene = scene::load(file).unwrap_or_else(|e| panic!("{e}"));
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
-    if deadline == Deadline::Off {
+    let budget = world.settings().budget.frame_ms;
+    if deadline != Deadline::Scene {
         world.settings_mut().budget.frame_ms = None;
     }
     let dt = scene.dt();
@@ -79,9 +102,13 @@ fn run_checked(
     let (send, receive) = mpsc::channel();
     let worker_stop = stop.clone();
     std::thread::spawn(move || {
-        for _ in 0..frames {
+        for frame in 1..=frames {
             if worker_stop.load(Ordering::Relaxed) {
                 return;
+            }
+            if deadline == Deadline::PassedFrom(frame) {
+                world.settings_mut().budget.frame_ms = budget;
+                world.set_clock(Arc::new(ExpiredClock::default()));
             }
             let progress = match world.step(dt) {
                 Ok(stats) => match check(&world, &stats) {
@@ -209,6 +236,37 @@ fn a_cloth_pinched_between_closing_boxes_stays_clean_and_within_strain() {
         clean_and_within_strain,
     );
     report("pinch", run);
+}
+
+/// The checks of a frame out of time: finite and clean (the strain is what the collision
+/// stage alone makes of a frame whose solve was cut short, and is reported, not bounded).
+fn clean(
+    world: &weft::world::World,
+    stats: &weft::runtime::stats::FrameStats,
+) -> Result<(), String> {
+    clean_and_within_strain(
+        world,
+        &weft::runtime::stats::FrameStats {
+            max_strain: 0.0,
+            ..*stats
+        },
+    )
+}
+
+#[test]
+fn a_cloth_on_turning_pegs_stays_clean_when_every_frame_is_out_of_time() {
+    // In time until the sheet hangs on the pegs and they have started to turn (frame 20), then
+    // out of time for 40 frames of turning.
+    let run = run_checked(&path("pegs.toml"), 60, Deadline::PassedFrom(20), clean);
+    report("pegs, out of time from frame 20", run);
+}
+
+#[test]
+fn a_cloth_pinched_between_closing_boxes_stays_clean_when_every_frame_is_out_of_time() {
+    // In time until the sheet lies on the lower box (frame 15), then out of time while the
+    // boxes close and the upper one slides.
+    let run = run_checked(&path("pinch.toml"), 60, Deadline::PassedFrom(15), clean);
+    report("pinch, out of time from frame 15", run);
 }
 
 /// An absurd-value sample is either refused at load, with an error that names the file, a
