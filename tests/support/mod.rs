@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod alloc_count;
+pub mod clearance;
 pub mod intersection;
 
 // Re-exported for the callers that use them; a binary that uses none would warn.
