@@ -270,7 +270,11 @@ fn point_triangle_hit(
 ) -> Option<CcdHit> {
     let x = positions_at(start, end, s);
     let Some(prox) = proximity_point_triangle(x[0], [x[1], x[2], x[3]], thickness) else {
-        return degenerate_triangle_hit(start, disp, &x, s, thickness, side_eps);
+        return if is_sliver([x[1], x[2], x[3]]) {
+            degenerate_triangle_hit(start, disp, &x, s, thickness, side_eps)
+        } else {
+            None
+        };
     };
     let [w1, w2, w3] = prox.weights;
     let weights = [1.0, -w1, -w2, -w3];
@@ -327,11 +331,26 @@ fn edge_edge_hit(
     })
 }
 
-/// The hit of a vertex and a triangle that is a sliver at instant `s` (positions `x`), which the proximity
-/// test of eq. 3.6 rejects: a zero-area triangle is the union of its edges, so the vertex touches it when it
-/// is within `thickness` of the nearest point of the closed triangle. The weights are that point's
-/// barycentrics; the normal is perpendicular to the sliver's longest edge ([`normal_across_line`]). `None`
-/// for a proper triangle (the proximity test rejected it for its distance) and for a vertex farther away.
+/// True for a triangle the proximity test of eq. 3.6 rejects as a sliver: altitude below
+/// `MIN_RELATIVE_ALTITUDE` of its longest edge (zero area included). NaN input is not a sliver.
+#[inline]
+fn is_sliver(tri: [DVec3; 3]) -> bool {
+    let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
+    let longest2 = edges[0]
+        .length_squared()
+        .max(edges[1].length_squared())
+        .max(edges[2].length_squared());
+    let min_n = MIN_RELATIVE_ALTITUDE * longest2;
+    edges[0].cross(edges[2]).length_squared() <= min_n * min_n
+}
+
+/// The hit of a vertex and a triangle that is a sliver at instant `s` (positions `x`, [`is_sliver`]), which
+/// the proximity test of eq. 3.6 rejects: a zero-area triangle is the union of its edges, so the vertex
+/// touches it when it is within `thickness` of the nearest point of the closed triangle. The weights are
+/// that point's barycentrics; the normal is perpendicular to the sliver's longest edge
+/// ([`normal_across_line`]). `None` for a vertex farther away. Rare, so kept out of line.
+#[cold]
+#[inline(never)]
 fn degenerate_triangle_hit(
     start: &[DVec3; 4],
     disp: &[DVec3; 4],
@@ -341,14 +360,7 @@ fn degenerate_triangle_hit(
     side_eps: f64,
 ) -> Option<CcdHit> {
     let tri = [x[1], x[2], x[3]];
-    let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
-    let longest = largest(edges);
-    let longest2 = longest.length_squared();
-    let min_n = MIN_RELATIVE_ALTITUDE * longest2;
-    let n2 = edges[0].cross(edges[2]).length_squared();
-    if n2.is_nan() || n2 > min_n * min_n {
-        return None;
-    }
+    let longest = largest([tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]]);
     let (closest, [w1, w2, w3]) = closest_point_triangle(x[0], tri);
     let distance = (x[0] - closest).length();
     if distance.is_nan() || distance >= thickness {
