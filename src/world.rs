@@ -460,6 +460,12 @@ impl Cloth {
         &self.state
     }
 
+    /// Thickness η (m): the distance the cloth keeps from colliders, obstacles and itself.
+    #[must_use]
+    pub fn thickness(&self) -> f32 {
+        self.thickness
+    }
+
     /// Triangles (vertex indices) of the simulated and rendered mesh.
     #[must_use]
     pub fn triangles(&self) -> &[[u32; 3]] {

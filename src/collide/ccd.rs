@@ -38,12 +38,13 @@
 //!    linear or constant when its leading coefficients vanish) split `[0, 1]` into at most three intervals on
 //!    which `p` is monotone. A cubic whose leading coefficients are ~0 is thereby handled as a quadratic or a
 //!    line without a special case.
-//! 3. On each interval `[sa, sb]`: if `|p(sa)| ≤ τ` (`τ = ROOT_RELATIVE · S`) record `sa` — this catches double
+//! 3. On each interval `[sa, sb]`: if `|p(sa)| ≤ τ` (`τ` of *Contact at the ends* below) record `sa` — this catches double
 //!    roots (a graze, no sign change) and contact at `s = 0`; **and also**, if `p` changes sign, refine the
 //!    root by safeguarded Newton (bisection whenever Newton leaves the bracket) to [`ROOT_TIME_TOLERANCE`].
 //!    METHODS writes "otherwise" here; that misses crossings of nearly planar configurations, where
 //!    `|p| ≤ τ` holds over a long stretch and the vertex slides inside the triangle before the sign change
-//!    (found by the property tests). Record `s = 1` if `|p(1)| ≤ τ` (contact exactly at the end).
+//!    (found by the property tests). Record `s = 1` if `|p(1)| ≤ τ` (contact exactly at the end), with
+//!    `p(1)` the orientation of the end positions themselves, not the sum of the coefficients.
 //! 4. Sort the candidates; at each, place the vertices at `x(s)` and run the proximity test with tolerance
 //!    `thickness` (η_c of METHODS). The first that passes is the hit. Extra candidates cost one proximity test
 //!    each and can only make the answer earlier, never miss a contact.
@@ -62,8 +63,33 @@
 //! to the plane is only an extra candidate. If that quadratic is itself identically zero (the vertex slides
 //! along the edge's line), the candidates are the instants at which it passes the edge's endpoints along the
 //! line; if all four points of an edge pair stay collinear, likewise for the four endpoint pairs. The candidates
-//! (plus `s = 0` and `s = 1`) then go through step 4. A triangle that is degenerate for the whole step has no
-//! point–triangle contact; its edges are covered by the edge–edge tests.
+//! (plus `s = 0` and `s = 1`) then go through step 4. A triangle that is degenerate for the whole step is only
+//! tested at `s = 0` and `s = 1` (see below); contact with it inside the step is its edges' business, which
+//! the edge–edge tests cover.
+//!
+//! # Contact at the ends of the step
+//!
+//! A pair that touches at `s = 0` or `s = 1` (distance 0: coplanar, and the vertex on the closed triangle or
+//! the closed edges meeting) is a hit at that instant, whatever the motion before or after. Three things
+//! could hide it from the steps above, and each is handled:
+//!
+//! * **The value at the end.** `p(1)` summed from the coefficients carries their round-off, which can exceed
+//!   `τ` (each coefficient is a sum of triple products up to several times `S`) and give `p(1)` the wrong
+//!   sign: an exact contact at `s = 1` with no sign change before it was then neither a root nor a sign
+//!   change. `p(1)` is the orientation of the end positions, which are the inputs (`x(1) = end` exactly),
+//!   so its error is a few ulps of `S`. `p(0) = c0` is already the orientation of the start positions.
+//! * **Rounded coordinates.** Positions far from the origin round to `ε M` (`M` the largest coordinate
+//!   magnitude), which for a small pair far away can be far more than `ε S` in `p`: a vertex placed on a
+//!   triangle 3 m from the origin ends up 1e-16 m off its plane, not coplanar within `ε S` for a 1 mm
+//!   triangle. `τ = ROOT_RELATIVE · (S + 3 M L²)` (`L` the longest difference vector) adds the change of
+//!   `p` under that rounding of all positions: `|δp| ≤ ε M (L₁L₂ + L₁L₃ + L₂L₃) ≤ 3 ε M L²`. It is a
+//!   plane distance of about `ROOT_RELATIVE · 3 M`, 1e-14 m at 1 m from the origin: round-off, not a
+//!   hover distance.
+//! * **Slivers.** The proximity test of eq. 3.6 rejects a triangle whose altitude is below
+//!   `MIN_RELATIVE_ALTITUDE` of its longest edge (the normal equations are singular). At a candidate
+//!   instant where the triangle is such a sliver, the vertex is tested against the closed triangle as the
+//!   union of its edges (`closest_point_triangle`), with the normal across the sliver's line. The cubic
+//!   vanishes wherever the triangle degenerates, so those instants are candidates already.
 //!
 //! # Zero motion and contact at `t = 0`
 //!
@@ -89,7 +115,9 @@
 
 use glam::DVec3;
 
-use super::proximity::{proximity_edge_edge, proximity_point_triangle};
+use super::proximity::{
+    MIN_RELATIVE_ALTITUDE, closest_point_triangle, proximity_edge_edge, proximity_point_triangle,
+};
 
 /// Minimum separation kept by collision impulses, as a fraction of the cloth thickness η:
 /// `s_min = MIN_SEPARATION_FRACTION · η` (METHODS-bw-bridson §3.9; reasoning in the module doc).
@@ -191,7 +219,9 @@ pub fn ccd_point_triangle(start: [DVec3; 4], end: [DVec3; 4], thickness: f64) ->
     if cubic.poly.max_abs() <= COPLANAR_RELATIVE * cubic.scale {
         coplanar_point_triangle_times(&start, &disp, &mut times);
     } else {
-        push_roots_in_unit_interval(cubic.poly, ROOT_RELATIVE * cubic.scale, &mut times);
+        let at_end = orientation([end[1], end[2], end[3], end[0]]);
+        let tau = root_tolerance(&cubic, &start, &end);
+        push_roots_in_unit_interval(cubic.poly, at_end, tau, &mut times);
     }
     let side_eps = SIDE_RELATIVE * cubic.length;
     times
@@ -217,7 +247,8 @@ pub fn ccd_edge_edge(start: [DVec3; 4], end: [DVec3; 4], thickness: f64) -> Opti
     if cubic.poly.max_abs() <= COPLANAR_RELATIVE * cubic.scale {
         coplanar_edge_edge_times(&start, &disp, &mut times);
     } else {
-        push_roots_in_unit_interval(cubic.poly, ROOT_RELATIVE * cubic.scale, &mut times);
+        let tau = root_tolerance(&cubic, &start, &end);
+        push_roots_in_unit_interval(cubic.poly, orientation(end), tau, &mut times);
     }
     let side_eps = SIDE_RELATIVE * cubic.length;
     times
@@ -238,7 +269,13 @@ fn point_triangle_hit(
     side_eps: f64,
 ) -> Option<CcdHit> {
     let x = positions_at(start, end, s);
-    let prox = proximity_point_triangle(x[0], [x[1], x[2], x[3]], thickness)?;
+    let Some(prox) = proximity_point_triangle(x[0], [x[1], x[2], x[3]], thickness) else {
+        return if is_sliver([x[1], x[2], x[3]]) {
+            degenerate_triangle_hit(start, disp, &x, s, thickness, side_eps)
+        } else {
+            None
+        };
+    };
     let [w1, w2, w3] = prox.weights;
     let weights = [1.0, -w1, -w2, -w3];
     // The proximity accepted the triangle, so it is not a sliver and its winding normal is well defined.
@@ -278,26 +315,13 @@ fn edge_edge_hit(
     let normal = if cross2 > AXIS_SIN2 * ep.length_squared() * eq.length_squared() && cross2 > 0.0 {
         orient_axis(cross / cross2.sqrt(), g0, gd, side_eps)
     } else {
-        // Parallel or degenerate edges: no cross-product axis. Use the start offset of the contact points,
-        // else the relative motion, perpendicular to the edges.
+        // Parallel or degenerate edges: no cross-product axis.
         let longer = if ep.length_squared() >= eq.length_squared() {
             ep
         } else {
             eq
         };
-        let u = longer.normalize_or_zero();
-        let perp = |v: DVec3| v - v.dot(u) * u;
-        let from_start = perp(g0);
-        let from_motion = perp(gd);
-        if from_start.length() > side_eps {
-            from_start.normalize()
-        } else if from_motion.length() > side_eps {
-            from_motion.normalize()
-        } else if u != DVec3::ZERO {
-            u.any_orthonormal_vector()
-        } else {
-            DVec3::Z
-        }
+        normal_across_line(longer, g0, gd, side_eps)
     };
     Some(CcdHit {
         t: s,
@@ -305,6 +329,76 @@ fn edge_edge_hit(
         normal,
         distance: prox.distance,
     })
+}
+
+/// True for a triangle the proximity test of eq. 3.6 rejects as a sliver: altitude below
+/// `MIN_RELATIVE_ALTITUDE` of its longest edge (zero area included). NaN input is not a sliver.
+#[inline]
+fn is_sliver(tri: [DVec3; 3]) -> bool {
+    let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
+    let longest2 = edges[0]
+        .length_squared()
+        .max(edges[1].length_squared())
+        .max(edges[2].length_squared());
+    let min_n = MIN_RELATIVE_ALTITUDE * longest2;
+    edges[0].cross(edges[2]).length_squared() <= min_n * min_n
+}
+
+/// The hit of a vertex and a triangle that is a sliver at instant `s` (positions `x`, [`is_sliver`]), which
+/// the proximity test of eq. 3.6 rejects: a zero-area triangle is the union of its edges, so the vertex
+/// touches it when it is within `thickness` of the nearest point of the closed triangle. The weights are
+/// that point's barycentrics; the normal is perpendicular to the sliver's longest edge
+/// ([`normal_across_line`]). `None` for a vertex farther away. Rare, so kept out of line.
+#[cold]
+#[inline(never)]
+fn degenerate_triangle_hit(
+    start: &[DVec3; 4],
+    disp: &[DVec3; 4],
+    x: &[DVec3; 4],
+    s: f64,
+    thickness: f64,
+    side_eps: f64,
+) -> Option<CcdHit> {
+    let tri = [x[1], x[2], x[3]];
+    let longest = largest([tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]]);
+    let (closest, [w1, w2, w3]) = closest_point_triangle(x[0], tri);
+    let distance = (x[0] - closest).length();
+    if distance.is_nan() || distance >= thickness {
+        return None;
+    }
+    let weights = [1.0, -w1, -w2, -w3];
+    let normal = normal_across_line(
+        longest,
+        weighted(&weights, start),
+        weighted(&weights, disp),
+        side_eps,
+    );
+    Some(CcdHit {
+        t: s,
+        weights,
+        normal,
+        distance,
+    })
+}
+
+/// A unit normal for a contact whose features lie along one line `line` (parallel edges, a sliver) or
+/// collapse to a point (`line = 0`): the part of the start offset `g0` of the contact points perpendicular
+/// to the line, else of their relative motion `gd`, else any perpendicular. Such an axis points from the
+/// second group toward the first at `s = 0` by construction.
+fn normal_across_line(line: DVec3, g0: DVec3, gd: DVec3, side_eps: f64) -> DVec3 {
+    let u = line.normalize_or_zero();
+    let perp = |v: DVec3| v - v.dot(u) * u;
+    let from_start = perp(g0);
+    let from_motion = perp(gd);
+    if from_start.length() > side_eps {
+        from_start.normalize()
+    } else if from_motion.length() > side_eps {
+        from_motion.normalize()
+    } else if u != DVec3::ZERO {
+        u.any_orthonormal_vector()
+    } else {
+        DVec3::Z
+    }
 }
 
 /// Orients a unit contact axis from the second group toward the first as they stood at `s = 0`: by the sign
@@ -420,7 +514,7 @@ fn push_collinear_times(
     };
     let scale = reference.length() * max_length(a, da) * max_length(b, db);
     if poly.max_abs() > COPLANAR_RELATIVE * scale {
-        push_roots_in_unit_interval(poly, ROOT_RELATIVE * scale, out);
+        push_roots_in_unit_interval(poly, poly.eval(1.0), ROOT_RELATIVE * scale, out);
         return;
     }
     let line = largest([a, a + 0.5 * da, a + da, b, b + 0.5 * db, b + db]);
@@ -439,7 +533,7 @@ fn push_passing_times(line: DVec3, x: (DVec3, DVec3), y: (DVec3, DVec3), out: &m
         c: [line.dot(b), line.dot(db), 0.0, 0.0],
     };
     let scale = line.length() * max_length(b, db);
-    push_roots_in_unit_interval(poly, ROOT_RELATIVE * scale, out);
+    push_roots_in_unit_interval(poly, poly.eval(1.0), ROOT_RELATIVE * scale, out);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -516,10 +610,34 @@ fn coplanarity_cubic(x: [DVec3; 4], d: [DVec3; 4]) -> Cubic {
     }
 }
 
+/// Orientation `((x1 − x0) × (x2 − x0))·(x3 − x0)` of four points: the coplanarity cubic's value at an
+/// instant whose positions are known exactly (`s = 1`: the end positions themselves), evaluated from them
+/// rather than from the coefficients.
+#[inline]
+fn orientation(x: [DVec3; 4]) -> f64 {
+    (x[1] - x[0]).cross(x[2] - x[0]).dot(x[3] - x[0])
+}
+
+/// Root tolerance `τ` of the coplanarity cubic for the motion `start → end` (module doc, *Contact at the
+/// ends*): `ROOT_RELATIVE · (S + 3 M L²)`, the evaluation error `~ε S` plus the change of `p` when every
+/// position moves by the rounding `ε M` of its coordinates (`M` the largest coordinate magnitude, `L` the
+/// longest difference vector).
+#[inline]
+fn root_tolerance(cubic: &Cubic, start: &[DVec3; 4], end: &[DVec3; 4]) -> f64 {
+    let magnitude = start
+        .iter()
+        .chain(end)
+        .fold(DVec3::ZERO, |m, x| m.max(x.abs()))
+        .max_element();
+    ROOT_RELATIVE * (cubic.scale + 3.0 * magnitude * cubic.length * cubic.length)
+}
+
 /// Appends the roots of `p` in `[0, 1]` to `out`, by the robust procedure of METHODS §3.9 steps 2–3 (see the
 /// module doc): monotone intervals between the critical points, `|p| ≤ tau` at an interval start counts as a
-/// root, and every sign change (also after such a start) is refined by safeguarded Newton.
-fn push_roots_in_unit_interval(p: Poly3, tau: f64, out: &mut Times) {
+/// root, and every sign change (also after such a start) is refined by safeguarded Newton. `p_end` is the
+/// value at `s = 1`, computed by the caller from the end positions when it has them (the coefficients'
+/// round-off would otherwise decide whether a contact exactly at the end is seen).
+fn push_roots_in_unit_interval(p: Poly3, p_end: f64, tau: f64, out: &mut Times) {
     let [_, c1, c2, c3] = p.c;
     let mut knots = [0.0; 4];
     let mut n = 1;
@@ -535,7 +653,7 @@ fn push_roots_in_unit_interval(p: Poly3, tau: f64, out: &mut Times) {
     let mut sa = knots[0];
     let mut pa = p.eval(sa);
     for &sb in &knots[1..n] {
-        let pb = p.eval(sb);
+        let pb = if sb == 1.0 { p_end } else { p.eval(sb) };
         if pa.abs() <= tau {
             out.push(sa);
         }
@@ -932,6 +1050,108 @@ mod tests {
         assert!((hit.normal - DVec3::Z).length() < 1e-14, "{hit:?}");
     }
 
+    /// Exactly touching configurations of both queries, each at `s = 0` (then leaving: up, down, or sliding
+    /// away in the plane) and at `s = 1` (arriving: from above or below, when the end is the first contact,
+    /// or sliding in the plane, when an earlier contact on the way in may come first), at unit size about
+    /// the origin and shrunk to a millimetre 3 m away (where the placed contact is exact only to the
+    /// coordinates' rounding).
+    #[test]
+    fn exactly_touching_pairs_hit_at_the_end_where_they_touch() {
+        let tri = [DVec3::ZERO, DVec3::X, DVec3::Y];
+        // Vertex spots on the closed triangle: a corner, an edge point, an interior point; and the
+        // triangle collapsed onto its edge x1–x2 with the vertex on it.
+        let spots: [(DVec3, [DVec3; 3]); 4] = [
+            (DVec3::X, tri),
+            (v(0.5, 0.5, 0.0), tri),
+            (v(0.25, 0.25, 0.0), tri),
+            (v(0.25, 0.0, 0.0), [DVec3::ZERO, DVec3::X, v(0.5, 0.0, 0.0)]),
+        ];
+        // Edge q along x; edge p touching it: end to end, end on q's interior, crossing, overlapping on one
+        // line, and p collapsed to a point on q.
+        let q = [DVec3::ZERO, DVec3::X];
+        let touching_edges: [[DVec3; 2]; 5] = [
+            [DVec3::X, v(1.0, 1.0, 0.0)],
+            [v(0.5, 0.0, 0.0), v(0.5, 1.0, 0.0)],
+            [v(0.5, -0.5, 0.0), v(0.5, 0.5, 0.0)],
+            [v(0.75, 0.0, 0.0), v(1.75, 0.0, 0.0)],
+            [v(0.5, 0.0, 0.0), v(0.5, 0.0, 0.0)],
+        ];
+        let moves = [v(0.0, 0.0, 1.0), v(0.0, 0.0, -1.0), v(3.0, 3.0, 0.0)];
+        for (scale, offset) in [(1.0, 0.0), (1e-3, 3.0)] {
+            let m = |x: DVec3| x * scale + DVec3::splat(offset);
+            let eta_c = ETA_C * scale;
+            for &motion in &moves {
+                let away = |x: DVec3| m(x + motion);
+                for &(p, t) in &spots {
+                    let touching = [p, t[0], t[1], t[2]].map(m);
+                    let apart = [away(p), m(t[0]), m(t[1]), m(t[2])];
+                    let hit = ccd_point_triangle(touching, apart, eta_c);
+                    let hit = hit.unwrap_or_else(|| {
+                        panic!("{p} on {t:?} at s = 0, {motion}, scale {scale}")
+                    });
+                    assert_eq!(hit.t, 0.0, "{hit:?}");
+                    check_hit(&hit, &touching, &apart, eta_c);
+                    let hit = ccd_point_triangle(apart, touching, eta_c);
+                    let hit = hit.unwrap_or_else(|| {
+                        panic!("{p} on {t:?} at s = 1, {motion}, scale {scale}")
+                    });
+                    assert!(
+                        hit.t > 1.0 - 1e-9 || motion.z == 0.0,
+                        "contact at the end: {hit:?}"
+                    );
+                    check_hit(&hit, &apart, &touching, eta_c);
+                }
+                for &p in &touching_edges {
+                    let touching = [p[0], p[1], q[0], q[1]].map(m);
+                    let apart = [away(p[0]), away(p[1]), m(q[0]), m(q[1])];
+                    let hit = ccd_edge_edge(touching, apart, eta_c);
+                    let hit = hit
+                        .unwrap_or_else(|| panic!("{p:?} on q at s = 0, {motion}, scale {scale}"));
+                    assert_eq!(hit.t, 0.0, "{hit:?}");
+                    check_hit(&hit, &touching, &apart, eta_c);
+                    let hit = ccd_edge_edge(apart, touching, eta_c);
+                    let hit = hit
+                        .unwrap_or_else(|| panic!("{p:?} on q at s = 1, {motion}, scale {scale}"));
+                    assert!(
+                        hit.t > 1.0 - 1e-9 || motion.z == 0.0,
+                        "contact at the end: {hit:?}"
+                    );
+                    check_hit(&hit, &apart, &touching, eta_c);
+                }
+            }
+        }
+    }
+
+    /// Pairs that stay coplanar and touching for the whole step (sliding along each other in their plane,
+    /// or resting): the contact is at `s = 0`.
+    #[test]
+    fn pairs_touching_throughout_hit_at_the_start() {
+        let slide = v(0.1, 0.0, 0.0);
+        let tri = [DVec3::ZERO, DVec3::X, DVec3::Y];
+        for (p, d) in [
+            (v(0.25, 0.0, 0.0), slide),
+            (v(0.2, 0.2, 0.0), slide),
+            (v(0.2, 0.2, 0.0), DVec3::ZERO),
+        ] {
+            let start = [p, tri[0], tri[1], tri[2]];
+            let end = [p + d, tri[0], tri[1], tri[2]];
+            let hit = ccd_point_triangle(start, end, ETA_C).expect("touching throughout");
+            assert_eq!(hit.t, 0.0, "{hit:?}");
+            check_hit(&hit, &start, &end, ETA_C);
+        }
+        let q = [DVec3::ZERO, DVec3::X];
+        for p in [
+            [v(0.5, 0.0, 0.0), v(0.5, 1.0, 0.0)],
+            [v(0.5, 0.0, 0.0), v(1.5, 0.0, 0.0)],
+        ] {
+            let start = [p[0], p[1], q[0], q[1]];
+            let end = [p[0] + slide, p[1] + slide, q[0], q[1]];
+            let hit = ccd_edge_edge(start, end, ETA_C).expect("touching throughout");
+            assert_eq!(hit.t, 0.0, "{hit:?}");
+            check_hit(&hit, &start, &end, ETA_C);
+        }
+    }
+
     #[test]
     fn zero_motion_hits_only_coplanar_contact() {
         let still = |p: DVec3| pt(p, p, floor(), floor());
@@ -984,11 +1204,11 @@ mod tests {
         );
         assert_eq!(cubic.poly.max_abs(), 0.0);
         assert_eq!(ccd_point_triangle(start, end, ETA_C), None);
+        // A triangle collapsed to a point, and the vertex on it: they touch.
         let origin = [DVec3::ZERO; 4];
         assert_eq!(
-            ccd_point_triangle(origin, origin, ETA_C),
-            None,
-            "no triangle"
+            ccd_point_triangle(origin, origin, ETA_C).map(|h| h.t),
+            Some(0.0)
         );
         assert_eq!(ccd_edge_edge(origin, origin, ETA_C).map(|h| h.t), Some(0.0));
         // Leading coefficient zero (static triangle: the cubic is linear).
@@ -1057,7 +1277,8 @@ mod tests {
     fn roots_of_low_degree_and_clustered_polynomials() {
         let roots = |c: [f64; 4]| {
             let mut out = Times::new();
-            push_roots_in_unit_interval(Poly3 { c }, 1e-14, &mut out);
+            let p = Poly3 { c };
+            push_roots_in_unit_interval(p, p.eval(1.0), 1e-14, &mut out);
             out.sorted().to_vec()
         };
         // (s − 0.2)(s − 0.5)(s − 0.9) = s³ − 1.6 s² + 0.73 s − 0.09.
@@ -1249,5 +1470,235 @@ mod tests {
             panic!("{e}");
         }
         assert!(found.get() > 300, "only {} sampled crossings", found.get());
+    }
+
+    // -------------------------------------------------------------------------------------------------
+    // Contact exactly at the ends of the step, against an independent reference.
+
+    /// Independent distance from `x` to the closed triangle `t` (a degenerate triangle is the union of its
+    /// edges): the plane distance when the projection is inside, else the nearest edge.
+    fn reference_point_triangle_distance(x: DVec3, t: [DVec3; 3]) -> f64 {
+        let n = (t[1] - t[0]).cross(t[2] - t[0]);
+        let inside = (0..3).all(|k| {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            n.dot((b - a).cross(x - a)) >= 0.0
+        });
+        if n.length_squared() > 0.0 && inside {
+            return (x - t[0]).dot(n).abs() / n.length();
+        }
+        (0..3)
+            .map(|k| reference_point_segment_distance(x, t[k], t[(k + 1) % 3]))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    fn reference_point_segment_distance(x: DVec3, a: DVec3, b: DVec3) -> f64 {
+        let e = b - a;
+        let l2 = e.length_squared();
+        let u = if l2 > 0.0 {
+            ((x - a).dot(e) / l2).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        (x - (a + u * e)).length()
+    }
+
+    /// Independent distance between closed segments: the line–line optimum when it lies inside both, else the
+    /// nearest of the four endpoint-to-segment distances (one of them is the minimum otherwise).
+    fn reference_segment_distance(p: [DVec3; 2], q: [DVec3; 2]) -> f64 {
+        let ends = reference_point_segment_distance(p[0], q[0], q[1])
+            .min(reference_point_segment_distance(p[1], q[0], q[1]))
+            .min(reference_point_segment_distance(q[0], p[0], p[1]))
+            .min(reference_point_segment_distance(q[1], p[0], p[1]));
+        let (d1, d2, r) = (p[1] - p[0], q[1] - q[0], q[0] - p[0]);
+        let n = d1.cross(d2);
+        let n2 = n.length_squared();
+        if n2 <= 1e-24 * d1.length_squared() * d2.length_squared() {
+            return ends;
+        }
+        let a = r.cross(d2).dot(n) / n2;
+        let b = r.cross(d1).dot(n) / n2;
+        if (0.0..=1.0).contains(&a) && (0.0..=1.0).contains(&b) {
+            ends.min(((p[0] + a * d1) - (q[0] + b * d2)).length())
+        } else {
+            ends
+        }
+    }
+
+    /// Largest distance between any two of the points, start and end: the configuration's size.
+    fn extent(start: &[DVec3; 4], end: &[DVec3; 4]) -> f64 {
+        let mut l: f64 = 0.0;
+        for x in [start, end] {
+            for i in 0..4 {
+                for j in 0..i {
+                    l = l.max((x[i] - x[j]).length());
+                }
+            }
+        }
+        l
+    }
+
+    /// Touching: the reference distance at the instant is at the round-off level of the configuration's
+    /// size (exact contacts, and contacts placed by rounded arithmetic far from the origin).
+    fn touching(distance: f64, size: f64) -> bool {
+        distance <= 1e-12 * size
+    }
+
+    /// Coordinates on a grid of halves in [−1, 1]: exact coincidences, collinear and coplanar configurations,
+    /// contacts exactly at `s = 0` and `s = 1`, degenerate cubics.
+    fn grid_quad() -> impl Strategy<Value = [DVec3; 4]> {
+        let c = || (-2i32..=2).prop_map(|k| f64::from(k) * 0.5);
+        prop::array::uniform4((c(), c(), c()).prop_map(|(x, y, z)| DVec3::new(x, y, z)))
+    }
+
+    /// Random motion with the first group snapped onto the second at `s = 0` or `s = 1`: the vertex (or an
+    /// endpoint of edge `p`, or the middle of edge `p`) placed on a vertex, an edge point or an interior
+    /// point of the second group, approaching, leaving, or sliding in the plane.
+    fn snapped_trajectories(
+        point_triangle: bool,
+    ) -> impl Strategy<Value = ([DVec3; 4], [DVec3; 4])> {
+        let quad = || prop::array::uniform4(point_strategy(1.0));
+        (quad(), quad(), 0..2u8, 0..6u8, 0..3u8).prop_map(
+            move |(mut start, mut end, at_end, spot, motion)| {
+                let (x, other) = if at_end == 1 {
+                    (&mut end, &mut start)
+                } else {
+                    (&mut start, &mut end)
+                };
+                let target = if point_triangle {
+                    match spot {
+                        0 => x[1],
+                        1 => 0.5 * (x[1] + x[2]),
+                        2 => 0.25 * x[1] + 0.75 * x[3],
+                        3 => 0.5 * x[1] + 0.25 * (x[2] + x[3]),
+                        4 => (x[1] + x[2] + x[3]) / 3.0,
+                        _ => x[3],
+                    }
+                } else {
+                    match spot {
+                        0 | 1 => x[2 + usize::from(spot)],
+                        2 => 0.5 * (x[2] + x[3]),
+                        _ => 0.25 * x[2] + 0.75 * x[3],
+                    }
+                };
+                if point_triangle || spot < 4 {
+                    x[0] = target;
+                } else {
+                    // Edge p crossing edge q at its middle.
+                    let half = 0.5 * (x[1] - x[0]);
+                    x[0] = target - half;
+                    x[1] = target + half;
+                }
+                match motion {
+                    // The second group static: the first group approaches or leaves it alone.
+                    0 => {
+                        other[1..].copy_from_slice(&x[1..]);
+                        if !point_triangle {
+                            other[1] = x[1] + (other[0] - x[0]);
+                        }
+                    }
+                    // Everything in the plane z = 0: coplanar throughout.
+                    1 => {
+                        for p in x.iter_mut().chain(other.iter_mut()) {
+                            p.z = 0.0;
+                        }
+                    }
+                    _ => {}
+                }
+                (start, end)
+            },
+        )
+    }
+
+    /// Checks one query against the reference: a crossing the dense sampler finds mid-step, or a contact
+    /// at `s = 0` or `s = 1` (the vertex on the closed triangle, degenerate or not, or the closed edges
+    /// meeting, to round-off), must be reported, no later than it happens.
+    fn agrees_with_reference(
+        start: [DVec3; 4],
+        end: [DVec3; 4],
+        eta_c: f64,
+        point_triangle: bool,
+        end_contacts: &Cell<u32>,
+    ) -> Result<(), TestCaseError> {
+        let size = extent(&start, &end);
+        let contact_at = |x: &[DVec3; 4]| {
+            if point_triangle {
+                touching(
+                    reference_point_triangle_distance(x[0], [x[1], x[2], x[3]]),
+                    size,
+                )
+            } else {
+                touching(reference_segment_distance([x[0], x[1]], [x[2], x[3]]), size)
+            }
+        };
+        let hit = if point_triangle {
+            ccd_point_triangle(start, end, eta_c)
+        } else {
+            ccd_edge_edge(start, end, eta_c)
+        };
+        let expected = if contact_at(&start) {
+            Some(0.0)
+        } else {
+            let mid = if point_triangle {
+                let orient = |s: f64| {
+                    let x = lerp4(&start, &end, s);
+                    orientation(&[x[1], x[2], x[3], x[0]])
+                };
+                sampled_first_crossing(orient, |s| strictly_inside(&lerp4(&start, &end, s), 1e-4))
+            } else {
+                let orient = |s: f64| orientation(&lerp4(&start, &end, s));
+                sampled_first_crossing(orient, |s| segments_cross(&lerp4(&start, &end, s), 1e-4))
+            };
+            mid.or_else(|| contact_at(&end).then_some(1.0))
+        };
+        if let Some(s) = expected {
+            if s == 0.0 || s == 1.0 {
+                end_contacts.set(end_contacts.get() + 1);
+            }
+            let hit = hit.ok_or_else(|| {
+                TestCaseError::fail(format!(
+                    "missed the contact at s = {s}: {start:?} -> {end:?}"
+                ))
+            })?;
+            prop_assert!(hit.t <= s + 1e-9, "{hit:?} later than {s}");
+        }
+        if let Some(hit) = hit {
+            check_hit(&hit, &start, &end, eta_c);
+        }
+        Ok(())
+    }
+
+    fn run_against_reference(point_triangle: bool) {
+        let end_contacts = Cell::new(0u32);
+        let mut runner = deterministic_runner(4000);
+        // The snapped motions also shrunk to a millimetre, 3 m from the origin: their contacts then carry
+        // the rounding of coordinates much larger than the pair.
+        let far = |x: DVec3| x * 1e-3 + DVec3::splat(3.0);
+        let cases = prop_oneof![
+            (grid_quad(), grid_quad()),
+            snapped_trajectories(point_triangle),
+            snapped_trajectories(point_triangle).prop_map(move |(a, b)| (a.map(far), b.map(far))),
+        ];
+        let result = runner.run(&cases, |(start, end)| {
+            let eta_c = ETA_C * extent(&start, &end);
+            agrees_with_reference(start, end, eta_c, point_triangle, &end_contacts)
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+        assert!(
+            end_contacts.get() > 1000,
+            "only {} contacts at s = 0 or s = 1",
+            end_contacts.get()
+        );
+    }
+
+    #[test]
+    fn ccd_point_triangle_reports_exact_contact_at_both_ends() {
+        run_against_reference(true);
+    }
+
+    #[test]
+    fn ccd_edge_edge_reports_exact_contact_at_both_ends() {
+        run_against_reference(false);
     }
 }

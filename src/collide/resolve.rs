@@ -12,7 +12,7 @@
 //! 2. repulsion and friction for every pair closer than the thickness η at x^n
 //!    (§3.4–3.8): an inelastic impulse, a capped spring impulse, Coulomb friction;
 //!    against a curved analytic collider (sphere, capsule), for every cloth vertex closer than η
-//!    to its exact surface instead of its tessellation's pairs
+//!    to its exact surface, or arriving within η during the substep, instead of its tessellation's pairs
 //!    ([`ObstacleMeshes::analytic`], `ClothCollision::repel_analytic`);
 //! 3. up to `ccd_rounds` rounds of continuous collision detection (§3.9) with
 //!    inelastic impulses that keep a minimum separation;
@@ -966,9 +966,11 @@ impl ClothCollision {
     /// Vertex–surface proximity against the curved analytic `colliders`
     /// ([`Shape::repels_from_surface`](super::shapes::Shape::repels_from_surface)), placed at `t0` seconds into their substep:
     /// repulsion and friction for every free cloth vertex closer than η to a
-    /// collider's surface at x^n. Bridson 2002, METHODS-bw-bridson eq.
-    /// 3.11–3.13 through eq. 3.10 ([`response::repel_point_surface`]).
-    /// Returns the number of close vertex–collider pairs.
+    /// collider's surface at x^n, or farther but arriving within η by the end of
+    /// the substep at its velocity. Bridson 2002, METHODS-bw-bridson eq.
+    /// 3.11–3.13 through eq. 3.10 ([`response::repel_point_surface`], which also
+    /// states the arrival rule). Returns the number of vertex–collider pairs
+    /// repelled.
     ///
     /// Choices the sources leave open:
     /// - **The surface, not its tessellation.** Distance and normal come from
@@ -976,7 +978,10 @@ impl ClothCollision {
     ///   surface point nearest the vertex, of infinite mass, moving with the
     ///   collider's velocity there ([`super::shapes::Motion::velocity_at`]).
     ///   The overlap is `d = η − dist` with η the cloth's thickness: the
-    ///   offset the solve's contact filters hold the cloth at. The
+    ///   offset the solve's contact filters hold the cloth at. A vertex the
+    ///   filters did not engage (it was not approaching at the start of the
+    ///   substep) can still be carried inward by the solve: it is stopped at η
+    ///   (`d < 0`, the arrival rule), not at the tessellation the CCD meets. The
     ///   tessellation lies inside the surface (up to 0.34 mm for a 0.3 m
     ///   sphere), so its own repulsion acted up to that much closer.
     /// - **Vertices only.** For a sphere or capsule of radius r, an edge of
@@ -1019,12 +1024,16 @@ impl ClothCollision {
                 // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
                 // pair of infinite masses.
                 let sp = col.shape.surface_point(&pose, *x);
-                if w.is_nan() || w <= 0.0 || sp.distance.is_nan() || sp.distance >= eta {
+                if w.is_nan() || w <= 0.0 || sp.distance.is_nan() {
+                    continue;
+                }
+                let contact = *x - sp.distance * sp.normal;
+                let vs = col.motion.velocity_at(pose.translation, contact);
+                let arrives = sp.distance + h * (*v - vs).dot(sp.normal) < eta;
+                if sp.distance >= eta && !arrives {
                     continue;
                 }
                 close += 1;
-                let contact = *x - sp.distance * sp.normal;
-                let vs = col.motion.velocity_at(pose.translation, contact);
                 response::repel_point_surface(
                     v,
                     w,

@@ -449,20 +449,30 @@ fn apply_friction(s: &Stencil, budget: f64, v: &mut [Vec3], inv_mass: &[f32]) ->
 /// Symbols: `vi` the vertex's `v^{n+1/2}` (m/s), `inv_mass = w` (1/kg; `w ≤ 0` or NaN: infinite mass, the
 /// pair is skipped as eq. 3.10 prescribes), `surface_velocity = v_s` the velocity of the surface point
 /// nearest the vertex (m/s), `normal = n̂` the outward unit normal there (from the surface toward the
-/// vertex), `overlap_d = d = η − dist` (m, eq. 3.11 with the signed distance of the vertex at `x^n`),
-/// `h`, `stiffness = k`, `mu = μ` as in [`repel`].
+/// vertex), `overlap_d = d = η − dist` (m, eq. 3.11 with the signed distance of the vertex at `x^n`;
+/// negative for a vertex farther than η), `h`, `stiffness = k`, `mu = μ` as in [`repel`].
 ///
 /// With the first side's inverse mass 0, eq. 3.10 reduces to `J = Δ / w` and `v_i += Δ n̂`: the relative
 /// velocity `v_i − v_s` changes by exactly `Δ`, and `2hkd/m̄ = hkd w` (the spring impulse `hkd` on the
 /// vertex alone). So, with `v_N = n̂ · (v_i − v_s)`:
 ///
-/// 1. inelastic: if `v_N < 0`, `v_i += −v_N n̂`;
+/// 1. inelastic: if `v_N < min(0, d)/h`, `v_i += (min(0, d)/h − v_N) n̂`;
 /// 2. spring, for `d > 0`: recompute `v_N`; if `v_N < 0.1 d/h`, `v_i += min(hkdw, 0.1 d/h − v_N) n̂`;
 /// 3. friction with `Δv_N` = the total normal change: remove `min(μ Δv_N, |v_T|)` of the tangential
 ///    relative velocity `v_T`.
 ///
-/// These are the same changes [`repel`] makes for a vertex against a triangle of infinite-mass vertices
-/// that all move at `v_s` (a unit test checks it).
+/// For a vertex within η (`d ≥ 0`) these are the same changes [`repel`] makes for a vertex against a
+/// triangle of infinite-mass vertices that all move at `v_s` (a unit test checks it).
+///
+/// Departure (**arrival within the step**): eq. 3.11–3.12 act on pairs closer than η at `x^n` only, so a
+/// vertex just outside η that the step carries inward is not repelled; against the exact surface nothing
+/// else keeps it at η (the CCD rounds meet the tessellation, which lies inside the surface, and keep only
+/// a tenth of η from it), and drape-65 ended vertices up to 0.07 mm *inside* its sphere. For `d < 0` the
+/// inelastic part therefore limits the approach to `v_N ≥ d/h`: the linearised end distance
+/// `dist + h v_N` is at least η, and the vertex arrives at the thickness as the inelastic impulse of a
+/// pair that becomes close inside the step. For a convex shape (sphere, capsule) the distance is a convex
+/// function of position, so the true end distance is at least the linearised one. The spring part needs
+/// an overlap and stays off; friction acts on the change as for any repulsion.
 #[allow(clippy::too_many_arguments)]
 pub fn repel_point_surface(
     vi: &mut Vec3,
@@ -483,16 +493,17 @@ pub fn repel_point_surface(
     let vs = surface_velocity.as_dvec3();
     let add = |vi: &mut Vec3, delta: DVec3| *vi = (vi.as_dvec3() + delta).as_vec3();
     let mut dvn = 0.0;
-    // (a) Inelastic part.
-    let vn = n.dot(vi.as_dvec3() - vs);
-    if vn < 0.0 {
-        add(vi, -vn * n);
-        dvn -= vn;
-        out.inelastic = (-vn) as f32;
-    }
-    // (b) Capped spring part.
     let d = f64::from(overlap_d);
     let h = f64::from(h);
+    // (a) Inelastic part: no approach within η, and from farther away none past η within the step.
+    let vn = n.dot(vi.as_dvec3() - vs);
+    let floor = if d < 0.0 && h > 0.0 { d / h } else { 0.0 };
+    if vn < floor {
+        add(vi, (floor - vn) * n);
+        dvn += floor - vn;
+        out.inelastic = (floor - vn) as f32;
+    }
+    // (b) Capped spring part.
     if d > 0.0 && h > 0.0 {
         let vn = n.dot(vi.as_dvec3() - vs);
         let limit = REPULSION_OVERLAP_FRACTION * d / h;
@@ -1057,7 +1068,9 @@ mod tests {
     }
 
     /// [`repel_point_surface`] is [`repel`] for a vertex against a triangle of infinite-mass vertices all
-    /// moving at the surface velocity: random velocities, normals, weights, overlaps and masses.
+    /// moving at the surface velocity (random velocities, normals, weights, overlaps and masses) when the
+    /// vertex is within η (`d ≥ 0`); farther away it limits the approach to `v_N ≥ d/h` (arrival at η
+    /// within the step) and applies friction on that change.
     #[test]
     fn point_surface_repulsion_is_repel_against_an_immovable_moving_triangle() {
         let mut rng = Rng::new(0x05ee_da11);
@@ -1075,9 +1088,31 @@ mod tests {
                 Stencil::point_triangle([0, 1, 2], 3, [w1, w2, 1.0 - w1 - w2], normal.as_dvec3());
             let mut v = [vs, vs, vs, v0];
             let inv_mass = [0.0, 0.0, 0.0, w];
-            let expected = repel(&s, d, h, 100.0, mu, &mut v, &inv_mass);
             let mut vi = v0;
             let got = repel_point_surface(&mut vi, w, vs, normal, d, h, 100.0, mu);
+            if d < 0.0 {
+                let (n, rel0, rel) = (
+                    normal.as_dvec3(),
+                    (v0 - vs).as_dvec3(),
+                    (vi - vs).as_dvec3(),
+                );
+                let floor = f64::from(d) / f64::from(h);
+                let vn0 = n.dot(rel0);
+                assert!((n.dot(rel) - vn0.max(floor)).abs() < 1e-5, "case {case}");
+                let dvn = (floor - vn0).max(0.0);
+                let vt0 = (rel0 - n * vn0).length();
+                let vt = (rel - n * n.dot(rel)).length();
+                assert!(
+                    (vt - (vt0 - f64::from(mu) * dvn).max(0.0)).abs() < 1e-5,
+                    "case {case}"
+                );
+                assert!(
+                    (f64::from(got.normal_change()) - dvn).abs() < 1e-5,
+                    "case {case}"
+                );
+                continue;
+            }
+            let expected = repel(&s, d, h, 100.0, mu, &mut v, &inv_mass);
             assert!(vi.abs_diff_eq(v[3], 1e-5), "case {case}: {vi} != {}", v[3]);
             assert!(
                 (got.normal_change() - expected.normal_change()).abs() < 1e-5,
@@ -1088,6 +1123,11 @@ mod tests {
                 "case {case}"
             );
         }
+        // 5 mm from the surface (η = 4 mm, d = −1 mm), falling at 1 m/s for h = 10 ms: slowed to 0.1 m/s,
+        // so it arrives at η at the end of the step.
+        let mut vi = Vec3::new(0.0, -1.0, 0.0);
+        repel_point_surface(&mut vi, 1.0, Vec3::ZERO, Vec3::Y, -0.001, 0.01, 100.0, 0.0);
+        assert!((vi.y + 0.1).abs() < 1e-6, "{vi}");
         // An infinite-mass vertex is skipped.
         let mut vi = Vec3::new(0.0, -1.0, 0.0);
         let out = repel_point_surface(&mut vi, 0.0, Vec3::ZERO, Vec3::Y, 0.003, 0.01, 100.0, 0.3);

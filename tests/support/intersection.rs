@@ -943,7 +943,7 @@ fn box_depth(h: DVec3, [y0, y1, y2]: [DVec3; 3]) -> f64 {
     best
 }
 
-fn distance_point_segment(x: DVec3, a: DVec3, b: DVec3) -> f64 {
+pub fn distance_point_segment(x: DVec3, a: DVec3, b: DVec3) -> f64 {
     let ab = b - a;
     let len2 = ab.length_squared();
     let s = if len2 > 0.0 {
@@ -956,7 +956,7 @@ fn distance_point_segment(x: DVec3, a: DVec3, b: DVec3) -> f64 {
 
 /// Distance from `x` to the closed triangle `abc`: the plane distance when the projection falls
 /// inside, otherwise the nearest edge (this also covers degenerate triangles).
-fn distance_point_triangle(x: DVec3, a: DVec3, b: DVec3, c: DVec3) -> f64 {
+pub fn distance_point_triangle(x: DVec3, a: DVec3, b: DVec3, c: DVec3) -> f64 {
     let n = (b - a).cross(c - a);
     let nn = n.length_squared();
     if nn > 0.0
@@ -973,7 +973,7 @@ fn distance_point_triangle(x: DVec3, a: DVec3, b: DVec3, c: DVec3) -> f64 {
 
 /// Distance between closed segments `[p1, q1]` and `[p2, q2]` (Ericson 2005, "Real-Time
 /// Collision Detection" §5.1.9, clamped parameters; handles zero-length segments).
-fn distance_segment_segment(p1: DVec3, q1: DVec3, p2: DVec3, q2: DVec3) -> f64 {
+pub fn distance_segment_segment(p1: DVec3, q1: DVec3, p2: DVec3, q2: DVec3) -> f64 {
     let (d1, d2, r) = (q1 - p1, q2 - p2, p1 - p2);
     let (a, e, f) = (d1.length_squared(), d2.length_squared(), d2.dot(r));
     let (s, t) = if a == 0.0 && e == 0.0 {

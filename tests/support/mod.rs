@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod alloc_count;
+pub mod clearance;
 pub mod inside;
 pub mod intersection;
 
