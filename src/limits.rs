@@ -231,7 +231,8 @@ fn diagonal(points: impl Iterator<Item = Vec3>) -> f64 {
     if any { (hi - lo).length() } else { 0.0 }
 }
 
-/// The size of a cloth (m): the diagonal of the bounding box of its positions.
+/// The size of a cloth or an obstacle mesh (m): the diagonal of the bounding box of its
+/// positions.
 #[must_use]
 pub fn cloth_size(positions: &[Vec3]) -> f32 {
     diagonal(positions.iter().copied()) as f32
@@ -291,6 +292,24 @@ pub fn check_thickness(thickness: f32, size: f32, median_edge: f32) -> Result<()
                 "is {thickness:e} m, must be in [0, {max:e}] m (at most {MAX_THICKNESS_FRACTION} \
                  of the cloth's size, {size:e} m, and {MAX_THICKNESS_PER_EDGE} of its median \
                  edge length, {median_edge:e} m)"
+            ),
+        ))
+    }
+}
+
+/// An obstacle mesh's own thickness: finite, non-negative, at most [`MAX_THICKNESS_FRACTION`] of
+/// the mesh's size (`size`, the diagonal of its bounding box). It adds to the thickness of every
+/// cloth near it: a 4 cm box with a 1e30 m thickness cost 69 s a frame against a 9 × 9 cloth.
+pub fn check_obstacle_thickness(thickness: f32, size: f32) -> Result<(), RangeError> {
+    let max = MAX_THICKNESS_FRACTION * size;
+    if thickness.is_finite() && (0.0..=max).contains(&thickness) {
+        Ok(())
+    } else {
+        Err(RangeError::new(
+            "thickness",
+            format!(
+                "is {thickness:e} m, must be in [0, {max:e}] m ({MAX_THICKNESS_FRACTION} of the \
+                 obstacle's size, {size:e} m)"
             ),
         ))
     }

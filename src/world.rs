@@ -772,16 +772,13 @@ impl World {
     /// Adds a triangle-mesh obstacle; returns its index. Every cloth's
     /// collision data is rebuilt for the new obstacle soup (creation time).
     pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
-        desc.mesh.validate()?;
+        // Coordinates first: one vertex far out makes every other triangle degenerate at the
+        // mesh's scale, and the range is the real fault.
         limits::check_points("positions", &desc.mesh.positions)?;
+        desc.mesh.validate()?;
         check_pose(&desc.pose)?;
         check_motion(&desc.motion)?;
-        if !(desc.thickness.is_finite() && desc.thickness >= 0.0) {
-            return Err(MeshError::InvalidParameter {
-                name: "thickness",
-                message: format!("must be finite and >= 0, got {}", desc.thickness),
-            });
-        }
+        limits::check_obstacle_thickness(desc.thickness, limits::cloth_size(&desc.mesh.positions))?;
         let offset = self.obstacle_x0.len();
         let base = offset as u32;
         self.obstacle_tris

@@ -370,6 +370,12 @@ fn absurd_but_finite_values_are_refused_with_their_key() {
             "fps = 60\n[wind]\nvelocity = [1e30, 0, 0]",
             "wind.velocity",
         ),
+        (
+            "radius = 0.3",
+            "radius = 0.3\n[[obstacle]]\nshape = \"box\"\nhalf_extents = [0.2, 0.02, 0.2]\n\
+             thickness = 1e30",
+            "obstacle[0].thickness",
+        ),
     ] {
         let text = GOOD.replace(from, to);
         let (line, key, m) = value_error(&text);

@@ -41,8 +41,12 @@ pub unsafe extern "C" fn weft_collider_create(
         let desc = unsafe { sized_ref(desc, "desc", "weft_collider_desc")? };
         // SAFETY: forwarded from this function's contract.
         let (spec, pose, friction, thickness) = unsafe { desc.read()? };
-        let mesh_err = |e: crate::mesh::MeshError| {
-            super::status::FfiError::new(weft_status::WEFT_STATUS_INVALID_MESH, e.to_string())
+        // A value out of its range is an argument error; anything else, the mesh's.
+        let mesh_err = |e: crate::mesh::MeshError| match e {
+            crate::mesh::MeshError::InvalidParameter { .. } => {
+                super::status::FfiError::invalid(e.to_string())
+            }
+            _ => super::status::FfiError::new(weft_status::WEFT_STATUS_INVALID_MESH, e.to_string()),
         };
         let kind = match spec {
             ColliderSpec::Analytic(shape) => ColliderKind::Analytic(

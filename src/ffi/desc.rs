@@ -454,7 +454,8 @@ pub struct weft_collider_desc {
     pub pose: weft_pose,
     /// Coulomb friction (≥ 0).
     pub friction: f32,
-    /// `WEFT_SHAPE_TRIANGLE_MESH` only: the mesh's own thickness (m, ≥ 0); the
+    /// `WEFT_SHAPE_TRIANGLE_MESH` only: the mesh's own thickness (m, ≥ 0, at most
+    /// `WEFT_MAX_THICKNESS_FRACTION` of the diagonal of the mesh's bounding box); the
     /// collision stage keeps cloth this much farther away than the cloth's
     /// thickness alone. Analytic shapes must leave it 0 (their contact
     /// already keeps the cloth's thickness).

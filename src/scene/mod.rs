@@ -794,6 +794,11 @@ fn obstacle_desc(
         mesh.transform(glam::Affine3A::from_scale(Vec3::splat(o.scale)));
     }
     crate::limits::check_points("scale", &mesh.positions).map_err(|e| Value("scale", e.message))?;
+    crate::limits::check_obstacle_thickness(
+        o.thickness,
+        crate::limits::cloth_size(&mesh.positions),
+    )
+    .map_err(|e| Value("thickness", e.message))?;
     mesh.corner_uvs = None;
     Ok(ObstacleDesc {
         mesh,

@@ -1006,6 +1006,20 @@ int main(int argc, char **argv) {
       bad = sd;
       for (int k = 0; k < 4; k++) bad.pose.rotation[k] = 1e30f;
       REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+      /* A triangle mesh (a tetrahedron of 10 cm) with a 1e30 m thickness of its own. */
+      float tx[12] = {0, 0, 0, 0.1f, 0, 0, 0, 0.1f, 0, 0, 0, 0.1f};
+      uint32_t tt[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+      bad = sd;
+      bad.shape = WEFT_SHAPE_TRIANGLE_MESH;
+      bad.mesh_vertex_count = 4;
+      bad.mesh_positions = tx;
+      bad.mesh_triangle_count = 4;
+      bad.mesh_triangles = tt;
+      bad.thickness = 1e30f;
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
+      tx[3] = 1e30f; /* a vertex beyond WEFT_MAX_COORDINATE */
+      bad.thickness = 0.0f;
+      REFUSED(hw, weft_collider_create(hw, &bad, &nothing), WEFT_STATUS_INVALID_ARGUMENT);
     }
     /* Poses: refused when set, and never stored: the steps after them succeed. */
     weft_pose wild = sd.pose;
