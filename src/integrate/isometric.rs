@@ -147,6 +147,8 @@ pub struct ProjectionTotals {
     pub linear_failures: u32,
     /// Largest scaled violation left by the last one.
     pub max_violation: f64,
+    /// Gauss–Newton iterations whose direct solve fell back to PCG, summed.
+    pub direct_fallbacks: u32,
 }
 
 impl ProjectionTotals {
@@ -166,6 +168,7 @@ impl ProjectionTotals {
         self.cg_max_residual = self.cg_max_residual.max(o.cg_max_residual);
         self.unconverged += o.unconverged;
         self.linear_failures += o.linear_failures;
+        self.direct_fallbacks += o.direct_fallbacks;
         if o.projections > 0 {
             self.max_violation = o.max_violation;
         }
@@ -184,6 +187,7 @@ impl From<&ProjectionReport> for ProjectionTotals {
             cg_max_residual: r.cg_max_residual,
             unconverged: u32::from(!r.converged),
             linear_failures: u32::from(r.linear_solve_failed),
+            direct_fallbacks: r.direct_fallbacks,
             max_violation: r.max_violation,
         }
     }
