@@ -168,6 +168,18 @@ pub struct RowFamily<'a> {
     pub scale: StrainScale<'a>,
 }
 
+/// How often a contact row may change between active and released in one projection.
+const MAX_CONTACT_TOGGLES: u8 = 2;
+
+/// The obstacles seen by contact rows that follow them ([`GaussNewtonProjection::project_in_contact`]).
+pub trait ContactGeometry {
+    /// The contact plane of `vertex` at `x`: `(n, target)` with `n` the unit outward normal at
+    /// the closest feature `p` of the nearest obstacle and `target = n · p + η` (the
+    /// thickness `η`), so that the row `n · x ≥ target` keeps the vertex `η` outside; `None`
+    /// when no obstacle is near (the row keeps its last plane).
+    fn plane(&self, vertex: u32, x: DVec3) -> Option<(DVec3, f64)>;
+}
+
 /// The IC(0) preconditioner of [`Preconditioner::IncompleteCholesky`] is refactored at least
 /// every this many linear solves (Gauss–Newton iterations, over calls).
 const IC_MAX_AGE: u32 = 8;
@@ -637,6 +649,63 @@ impl GaussNewtonProjection {
         x: &mut [DVec3],
         should_stop: &mut dyn FnMut() -> bool,
     ) -> ProjectionReport {
+        self.project_impl(families, x_target, inv_mass, settings, None, x, should_stop)
+    }
+
+    /// [`GaussNewtonProjection::project`] with contact rows that follow the obstacles: before
+    /// every Gauss–Newton iteration each unilateral normal row whose vertex `geometry` finds
+    /// near an obstacle is re-linearised at the iterate (`n · x ≥ n · p + η` on the current
+    /// closest feature, Wang 2012 eq. 3.26 as an inequality), and the active set is updated at
+    /// every iteration (a released row whose vertex is behind its plane is taken, an active
+    /// row whose multiplier pulls is released; each row changes at most
+    /// `MAX_CONTACT_TOGGLES` times a call, so the set cannot cycle). The tangential rows that
+    /// follow a normal row keep their directions (friction, eq. 3.28, soft).
+    ///
+    /// # Panics
+    /// As [`GaussNewtonProjection::project`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn project_in_contact(
+        &mut self,
+        families: &[RowFamily<'_>],
+        x_target: &[DVec3],
+        inv_mass: &[f64],
+        settings: &ProjectionSettings,
+        geometry: &dyn ContactGeometry,
+        x: &mut [DVec3],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> ProjectionReport {
+        self.project_impl(
+            families,
+            x_target,
+            inv_mass,
+            settings,
+            Some(geometry),
+            x,
+            should_stop,
+        )
+    }
+
+    /// Re-linearises the unilateral normal rows at `x` ([`Self::project_in_contact`]).
+    fn relinearise_contacts(&mut self, geometry: &dyn ContactGeometry, x: &[DVec3]) {
+        for c in self.contacts.iter_mut().filter(|c| c.unilateral) {
+            if let Some((n, target)) = geometry.plane(c.vertex, x[c.vertex as usize]) {
+                c.direction = n;
+                c.target = target;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn project_impl(
+        &mut self,
+        families: &[RowFamily<'_>],
+        x_target: &[DVec3],
+        inv_mass: &[f64],
+        settings: &ProjectionSettings,
+        geometry: Option<&dyn ContactGeometry>,
+        x: &mut [DVec3],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> ProjectionReport {
         let nv = self.num_vertices;
         assert!(
             x_target.len() == nv && inv_mass.len() == nv && x.len() == nv,
@@ -666,6 +735,9 @@ impl GaussNewtonProjection {
         }
         if let LinearSolver::Cholesky { ordering, threads } = settings.solver {
             self.ensure_cholesky(ordering, threads);
+        }
+        if let Some(g) = geometry {
+            self.relinearise_contacts(g, x);
         }
         self.start_active_set(x);
         self.contact_toggles.fill(0);
@@ -737,6 +809,14 @@ impl GaussNewtonProjection {
                 self.z[..rows].fill(0.0);
             }
             previous = report.max_violation;
+            if let Some(g) = geometry {
+                // Contacts follow the obstacles: rows at the iterate's closest features, the
+                // active set updated at every iteration.
+                self.relinearise_contacts(g, x);
+                let set = self.update_active_set(x, fast);
+                report.released_contacts = set.inactive;
+                self.evaluate(families, x);
+            }
             for (i, f) in families.iter().enumerate() {
                 if !f.linear {
                     let g = &mut self.gradients
@@ -1095,7 +1175,7 @@ impl GaussNewtonProjection {
             let was = self.contact_active[j];
             let now = if c.unilateral {
                 let lambda = self.z[a];
-                let now = if fast || self.contact_toggles[j] >= 2 {
+                let now = if fast || self.contact_toggles[j] >= MAX_CONTACT_TOGGLES {
                     was
                 } else if was {
                     lambda <= 0.0
@@ -1878,6 +1958,108 @@ mod tests {
                 b[a]
             );
         }
+    }
+
+    /// A sphere of radius `r` at the origin seen by contact rows with thickness `eta`.
+    struct Ball {
+        r: f64,
+        eta: f64,
+    }
+
+    impl ContactGeometry for Ball {
+        fn plane(&self, _vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
+            let n = x.normalize();
+            (x.length() < self.r + 5.0 * self.eta).then_some((n, self.r + self.eta))
+        }
+    }
+
+    #[test]
+    fn nodes_driven_into_an_obstacle_end_on_its_surface() {
+        // A chain of 17 nodes (rest spacing 5 cm, 80 cm long) whose ends are pinned 30 cm apart
+        // above a ball of radius 20 cm, predicted 12 cm lower: inside the ball. Every free node
+        // gets a unilateral normal row on the ball's tangent plane at the prediction; the
+        // projection (from the prediction) re-linearises the rows at every iterate on the
+        // closest point and updates the active set, so the nodes it drives onto the ball end on
+        // its surface (offset by the thickness) within the tolerance, wherever they slid, and
+        // none inside.
+        let (r, eta) = (0.2, 0.004);
+        let n = 17;
+        let x0: Vec<DVec3> = (0..n)
+            .map(|i| DVec3::new(-0.4 + 0.05 * i as f64, 0.25, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let mut inv_mass = vec![1.0; n];
+        inv_mass[0] = 0.0;
+        inv_mass[n - 1] = 0.0;
+        let mut target: Vec<DVec3> = x0.iter().map(|p| *p - DVec3::Y * 0.12).collect();
+        target[0] = DVec3::new(-0.15, 0.25, 0.0);
+        target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
+        let ball = Ball { r, eta };
+        let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
+        for v in 1..n as u32 - 1 {
+            // Nodes far from the ball start with a plane they cannot reach (taken over by the
+            // ball's when they come near).
+            let (dir, t) = ball
+                .plane(v, target[v as usize])
+                .unwrap_or((DVec3::Y, -1.0));
+            proj.push_contact(ContactRow {
+                vertex: v,
+                direction: dir,
+                target: t,
+                compliance: 0.0,
+                unilateral: true,
+                speculative: true,
+            });
+        }
+        let tolerance = 1e-6;
+        let settings = ProjectionSettings {
+            tolerance,
+            max_iterations: 60,
+            contact_length: 0.05,
+            ..ProjectionSettings::default()
+        };
+        // Proximal rows, as the cloth's (RowRole::Proximal): hard at convergence.
+        let prox: Vec<f64> = edges
+            .iter()
+            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
+            .collect();
+        let family = RowFamily {
+            set: &set,
+            role: RowRole::Proximal(&prox),
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        };
+        let mut x = target.clone();
+        let rep = proj.project_in_contact(
+            &[family],
+            &target,
+            &inv_mass,
+            &settings,
+            &ball,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rep:?}");
+        // Contact rows in pool order: node v has row v − 1. A row that pushes (λ < 0) holds its
+        // node on the surface; every node is outside it.
+        let lambda = &proj.multipliers()[set.len()..];
+        let mut touching = 0;
+        for (i, p) in x.iter().enumerate().skip(1).take(n - 2) {
+            let gap = p.length() - (r + eta);
+            assert!(
+                gap >= -tolerance * 0.05 * 1.01,
+                "node {i} inside: gap {gap}"
+            );
+            if lambda[i - 1] < 0.0 {
+                touching += 1;
+                assert!(gap.abs() <= tolerance * 0.05 * 1.01, "node {i}: gap {gap}");
+            }
+        }
+        assert!(rep.direct_fallbacks == 0, "{rep:?}");
+        assert!(touching >= 3, "{touching} nodes on the ball");
+        // The prediction sank into the ball (the test is not vacuous).
+        assert!(target[8].length() < r, "{}", target[8]);
     }
 
     #[test]

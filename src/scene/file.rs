@@ -226,6 +226,10 @@ pub struct IsometricSolverSection {
     /// collider get a unilateral row on its tangent plane (0: none; `integrate::isometric`).
     #[serde(default)]
     pub contact_margin: f64,
+    /// Contact rows that follow the analytic colliders inside the projection (hard, re-linearised
+    /// at every Gauss–Newton iteration; needs `contact_margin > 0`).
+    #[serde(default)]
+    pub follow_obstacles: bool,
     /// Linear solver of each Gauss–Newton iteration: `"cholesky"` (sparse direct) or `"pcg"`.
     #[serde(default)]
     pub linear_solver: LinearSolverKind,
@@ -257,6 +261,7 @@ impl Default for IsometricSolverSection {
             strain_test: StrainTestKind::default(),
             contact_rounds: 0,
             contact_margin: 0.0,
+            follow_obstacles: false,
             linear_solver: LinearSolverKind::default(),
             cholesky_ordering: CholeskyOrderingKind::default(),
             cholesky_threads: default_cholesky_threads(),

@@ -1284,6 +1284,7 @@ fn isometric_desc(
             contact_compliance: s.contact_compliance,
             contact_rounds: s.contact_rounds,
             contact_margin: s.contact_margin,
+            follow_obstacles: s.follow_obstacles,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },
