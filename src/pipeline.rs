@@ -121,6 +121,7 @@ fn advance_isometric(
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     let budget = settings.budget;
     let overflows_before = model.contact_overflows();
+    let direct_before = model.direct_solve_times();
     let mut should_stop = || deadline.passed();
     let report = model.step(
         h,
@@ -140,6 +141,11 @@ fn advance_isometric(
     );
     // The contact-row pool grows on overflow (each growth counted by the projector).
     stats.pool_overflows += model.contact_overflows() - overflows_before;
+    let direct = model.direct_solve_times();
+    stats.direct_assemble_ms += 1e3 * (direct.assemble_seconds - direct_before.assemble_seconds);
+    stats.factor_ms += 1e3 * (direct.factor_seconds - direct_before.factor_seconds);
+    stats.direct_solve_ms += 1e3 * (direct.solve_seconds - direct_before.solve_seconds);
+    stats.direct_fallbacks += report.projections.direct_fallbacks;
     stats.add_collisions(&report.collide_first);
     if let Some(c) = &report.collide_second {
         stats.add_collisions(c);

@@ -287,11 +287,14 @@ fn state_hash_is_the_same_for_one_and_two_threads() {
 /// cloth: with a cap of 3 PCG iterations every solve stops at the cap before its tolerance
 /// (1e-6 relative), so `cg_unconverged` counts every solve (one per Gauss–Newton iteration) and
 /// `cg_max_iterations` is the cap, not a sum over the substep, and `cg_residual` is the largest
-/// residual a solve stopped at.
+/// residual a solve stopped at. (PCG is chosen: the default linear solver is the sparse
+/// Cholesky.)
 #[test]
 fn isometric_pcg_statistics_are_per_solve() {
-    let text =
-        small_scene("simultaneous").replace("cg_max_iterations = 300", "cg_max_iterations = 3");
+    let text = small_scene("simultaneous").replace(
+        "cg_max_iterations = 300",
+        "cg_max_iterations = 3\nlinear_solver = \"pcg\"",
+    );
     let mut world = world_of(&text);
     let stats = world.step(1.0 / 60.0).unwrap_or_else(|e| panic!("{e}"));
     assert!(stats.newton_iterations > 0, "{stats:?}");

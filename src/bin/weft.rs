@@ -519,6 +519,8 @@ fn run(
     header.push_str(",row_strain");
     // Baraff–Witkin: solves whose IC(0) needed a shift / fell back to block Jacobi.
     header.push_str(",precond_shifted,precond_fallbacks");
+    // Isometric: the sparse Cholesky's factor and solve times, and its PCG fallbacks.
+    header.push_str(",direct_assemble_ms,factor_ms,direct_solve_ms,direct_fallbacks");
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -920,6 +922,11 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
     write!(w, ",{}", s.arena_bytes)?;
     write!(w, ",{:.6e}", s.row_strain)?;
     write!(w, ",{},{}", s.precond_shifted, s.precond_fallbacks)?;
+    write!(
+        w,
+        ",{:.3},{:.3},{:.3},{}",
+        s.direct_assemble_ms, s.factor_ms, s.direct_solve_ms, s.direct_fallbacks
+    )?;
     writeln!(w)
 }
 

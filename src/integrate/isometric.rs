@@ -94,7 +94,8 @@ use glam::{DVec3, Vec3};
 use super::bdf2::{Integrator, TimeIntegrator};
 use super::contact::ColliderView;
 use super::projection::{
-    ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings, RowFamily,
+    ContactGeometry, ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings,
+    RowFamily,
 };
 use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::model::constraint::ConstraintSet;
@@ -147,6 +148,8 @@ pub struct ProjectionTotals {
     pub linear_failures: u32,
     /// Largest scaled violation left by the last one.
     pub max_violation: f64,
+    /// Gauss–Newton iterations whose direct solve fell back to PCG, summed.
+    pub direct_fallbacks: u32,
 }
 
 impl ProjectionTotals {
@@ -166,6 +169,7 @@ impl ProjectionTotals {
         self.cg_max_residual = self.cg_max_residual.max(o.cg_max_residual);
         self.unconverged += o.unconverged;
         self.linear_failures += o.linear_failures;
+        self.direct_fallbacks += o.direct_fallbacks;
         if o.projections > 0 {
             self.max_violation = o.max_violation;
         }
@@ -184,6 +188,7 @@ impl From<&ProjectionReport> for ProjectionTotals {
             cg_max_residual: r.cg_max_residual,
             unconverged: u32::from(!r.converged),
             linear_failures: u32::from(r.linear_solve_failed),
+            direct_fallbacks: r.direct_fallbacks,
             max_violation: r.max_violation,
         }
     }
@@ -218,6 +223,15 @@ pub struct IsometricSettings {
     /// unilateral normal row on the collider's tangent plane offset by the thickness, released
     /// until the node reaches it. 0: none (Table 3.1 as printed).
     pub contact_margin: f64,
+    /// Contact rows that follow the analytic colliders (needs `contact_margin > 0`; off by
+    /// default): every unpinned node within `thickness + contact_margin` of a collider gets a
+    /// hard unilateral normal row (Wang 2012 eq. 3.26 as an inequality, hard as in §3.3.3)
+    /// with soft tangential rows (eq. 3.28, 3.30), whether the collision stage moved it or not;
+    /// the second projection re-linearises the normal rows at every Gauss–Newton iterate on
+    /// the collider's closest point and updates the active set at every iteration
+    /// (`GaussNewtonProjection::project_in_contact`). Nodes moved by the stage away from any
+    /// analytic collider (obstacle meshes, the cloth itself) keep the stage's rows.
+    pub follow_obstacles: bool,
 }
 
 impl Default for IsometricSettings {
@@ -232,6 +246,7 @@ impl Default for IsometricSettings {
             unilateral_contacts: true,
             contact_rounds: DEFAULT_CONTACT_ROUNDS,
             contact_margin: 0.0,
+            follow_obstacles: false,
         }
     }
 }
@@ -417,11 +432,11 @@ impl IsometricStepper {
                 h,
                 thickness: f64::from(collision.thickness),
             };
-            report.contact_nodes = self.add_contact_rows(settings, inv_mass);
+            report.contact_nodes = self.add_contact_rows(settings, &near, inv_mass);
             report.speculative_nodes = self.add_speculative_rows(settings, &near, inv_mass);
             // Line 5: project again, from x⁽⁰⁾ = x_c.
             report.second =
-                Some(self.project_from_collided(families, settings, inv_mass, should_stop));
+                Some(self.project_from_collided(families, settings, &near, inv_mass, should_stop));
             // Line 6: collide again, the fail-safe: the same stage as line 3 (Table 3.1).
             // (Tried: a pass without repulsion and friction, since line 3's already acted; on
             // the net-on-sphere test it raised the largest strain from 8.7 % to 26 %.)
@@ -443,8 +458,14 @@ impl IsometricStepper {
                     break;
                 }
                 rounds += 1;
-                report.contact_nodes += self.add_contact_rows(settings, inv_mass);
-                let rep = self.project_from_collided(families, settings, inv_mass, should_stop);
+                report.contact_nodes += self.add_contact_rows(settings, &near, inv_mass);
+                if settings.follow_obstacles {
+                    // Nodes line 6 moved into the band get their rows too.
+                    report.speculative_nodes +=
+                        self.add_speculative_rows(settings, &near, inv_mass);
+                }
+                let rep =
+                    self.project_from_collided(families, settings, &near, inv_mass, should_stop);
                 report.feedback.add(&rep);
             }
         }
@@ -460,6 +481,7 @@ impl IsometricStepper {
         &mut self,
         families: &[RowFamily<'_>],
         settings: &IsometricSettings,
+        near: &Near<'_>,
         inv_mass: &[f64],
         should_stop: &mut dyn FnMut() -> bool,
     ) -> ProjectionReport {
@@ -468,6 +490,18 @@ impl IsometricStepper {
             SecondTarget::Prediction => &self.x_tilde,
             SecondTarget::Collided => &self.x_c,
         };
+        if settings.follow_obstacles {
+            let geometry = NearGeometry { near, settings };
+            return self.projection.project_in_contact(
+                families,
+                target,
+                inv_mass,
+                &settings.projection,
+                &geometry,
+                &mut self.x_p,
+                should_stop,
+            );
+        }
         self.projection.project(
             families,
             target,
@@ -482,12 +516,21 @@ impl IsometricStepper {
     /// stage moved (`‖x_c − x_p‖ >` the contact threshold). A node without rows gets them
     /// appended to the pool; a node that has rows gets them replaced in place (its collided
     /// position of this pass supersedes the earlier one). Returns the nodes that had no rows.
-    fn add_contact_rows(&mut self, settings: &IsometricSettings, inv_mass: &[f64]) -> u32 {
+    fn add_contact_rows(
+        &mut self,
+        settings: &IsometricSettings,
+        near: &Near<'_>,
+        inv_mass: &[f64],
+    ) -> u32 {
         let mut added = 0;
         for i in 0..self.x_c.len() {
             let d = self.x_c[i] - self.x_p[i];
             let len = d.length();
             if inv_mass[i] <= 0.0 || len <= settings.contact_threshold {
+                continue;
+            }
+            if settings.follow_obstacles && near.plane(settings, self.x_c[i]).is_some() {
+                // Rows on the collider itself ([`IsometricSettings::follow_obstacles`]).
                 continue;
             }
             let normal = d / len;
@@ -512,11 +555,17 @@ impl IsometricStepper {
     ) -> bool {
         let xc = self.x_c[i];
         let (t1, t2) = normal.any_orthonormal_pair();
+        // Rows on a collider's surface are hard when they follow it (§3.3.3).
+        let hard = speculative && settings.follow_obstacles;
         let normal_row = ContactRow {
             vertex: i as u32,
             direction: normal,
             target,
-            compliance: settings.contact_compliance * inv_mass[i],
+            compliance: if hard {
+                0.0
+            } else {
+                settings.contact_compliance * inv_mass[i]
+            },
             // A speculative row is always unilateral: as an equality it would pull its node
             // onto the plane.
             unilateral: settings.unilateral_contacts || speculative,
@@ -615,6 +664,19 @@ impl IsometricStepper {
             }
         }
         (stats, moved)
+    }
+}
+
+/// The analytic colliders as the projection's [`ContactGeometry`]
+/// ([`IsometricSettings::follow_obstacles`]).
+struct NearGeometry<'a> {
+    near: &'a Near<'a>,
+    settings: &'a IsometricSettings,
+}
+
+impl ContactGeometry for NearGeometry<'_> {
+    fn plane(&self, _vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
+        self.near.plane(self.settings, x)
     }
 }
 

@@ -58,7 +58,7 @@ use super::isometric::{
 };
 #[cfg(doc)]
 use super::projection::ProjectionSettings;
-use super::projection::{RowFamily, RowRole, StrainScale};
+use super::projection::{DirectSolveTimes, RowFamily, RowRole, StrainScale};
 use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::mesh::{MeshError, NO_TRIANGLE, Subdivision, Topology, TriMesh, subdivide};
 use crate::model::constraint::ConstraintSet;
@@ -284,6 +284,12 @@ impl IsometricCloth {
     /// The collision stage of the stepper (the world sets its obstacle meshes).
     pub fn collision_mut(&mut self) -> &mut ClothCollision {
         self.stepper.collision_mut()
+    }
+
+    /// Time in the sparse direct solves so far (`LinearSolver::Cholesky`).
+    #[must_use]
+    pub fn direct_solve_times(&self) -> DirectSolveTimes {
+        self.stepper.projection().direct_solve_times()
     }
 
     /// Contact-pool overflows so far (each one grew the pool: an allocation in a step).

@@ -19,7 +19,7 @@
 //! reference it is tested against and the matrix for small systems.
 #![deny(unsafe_code)]
 
-use glam::DVec3;
+use glam::{DMat3, DVec3};
 
 use super::reduce;
 use super::scalar_pcg::SymOperator;
@@ -169,6 +169,24 @@ impl SymCsr {
     /// # Panics
     /// If a slice has the wrong length.
     pub fn assemble(&mut self, gradients: &[DVec3], inv_mass: &[f64], diag: &[f64]) {
+        self.assemble_reduced(gradients, inv_mass, None, diag);
+    }
+
+    /// Numeric assembly of `K̄ = G W̄ Gᵀ + D` with a per-vertex metric `W̄_v = w_v I − S_v`
+    /// (`reduction[v] = S_v`, symmetric; `None`: `S = 0`, i.e. [`SymCsr::assemble`]). This is
+    /// the Schur complement of `K` after one-vertex rows (contacts) are eliminated: with rows
+    /// `N_v` on vertex `v` and their `D_v`, `S_v = w_v² N_vᵀ (w_v N_v N_vᵀ + D_v)⁻¹ N_v`.
+    /// Same fixed slots, allocates nothing, bit-identical for any thread count.
+    ///
+    /// # Panics
+    /// If a slice has the wrong length.
+    pub fn assemble_reduced(
+        &mut self,
+        gradients: &[DVec3],
+        inv_mass: &[f64],
+        reduction: Option<&[DMat3]>,
+        diag: &[f64],
+    ) {
         assert_eq!(
             gradients.len(),
             self.entry_vertex.len(),
@@ -186,8 +204,12 @@ impl SymCsr {
                 for &[ka, kb] in
                     &contribs[contrib_offsets[s] as usize..contrib_offsets[s + 1] as usize]
                 {
-                    let w = inv_mass[entry_vertex[ka as usize] as usize];
-                    acc += w * gradients[ka as usize].dot(gradients[kb as usize]);
+                    let v = entry_vertex[ka as usize] as usize;
+                    let (ga, gb) = (gradients[ka as usize], gradients[kb as usize]);
+                    acc += inv_mass[v] * ga.dot(gb);
+                    if let Some(s) = reduction {
+                        acc -= ga.dot(s[v] * gb);
+                    }
                 }
                 *val = acc;
             }
@@ -213,6 +235,14 @@ impl SymCsr {
                     .fold(0.0, |acc, (&c, &v)| acc + v * z[c as usize]);
             }
         });
+    }
+
+    /// The stored diagonal entry `K_aa`, writable (a row fixed up after assembly).
+    ///
+    /// # Panics
+    /// If `a` is out of range.
+    pub fn diagonal_mut(&mut self, a: usize) -> &mut f64 {
+        &mut self.values[self.diag_slots[a] as usize]
     }
 
     /// The diagonal `K_aa`.

@@ -11,7 +11,8 @@
 //!   constraint impulse of §2.7.
 //! - [`csr`]: [`SymCsr`], the scalar symmetric `G W Gᵀ + D` of Wang 2012 eq. 3.25/3.30 on a
 //!   pattern built once from row stencils; [`scalar_pcg`]: Jacobi PCG in `f64` on it or on any
-//!   [`SymOperator`].
+//!   [`SymOperator`]; [`sparse_cholesky`]: [`SparseCholesky`], a supernodal sparse Cholesky
+//!   (faer, AMD ordering) of a [`SymCsr`], symbolic analysis once per pattern.
 //! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
 //!
 //! Determinism: every loop runs over fixed chunks of rows; a reduction adds its per-chunk
@@ -29,6 +30,7 @@ pub mod pcg;
 pub mod precond;
 pub mod reduce;
 pub mod scalar_pcg;
+pub mod sparse_cholesky;
 
 pub use block_csr::BlockCsr;
 pub use block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
@@ -40,3 +42,4 @@ pub use pcg::{
 };
 pub use precond::BlockJacobi;
 pub use scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg, solve_scalar_pcg_with};
+pub use sparse_cholesky::{CholeskyError, CholeskyThreads, Ordering, SparseCholesky};

@@ -85,6 +85,15 @@ pub struct FrameStats {
     pub precond_shifted: u32,
     /// Baraff–Witkin solves whose IC(0) broke down at every shift and that used block Jacobi.
     pub precond_fallbacks: u32,
+    /// Isometric cloths: milliseconds in the assembly of the matrix the sparse Cholesky
+    /// factors (`[solver.isometric] linear_solver = "cholesky"`).
+    pub direct_assemble_ms: f64,
+    /// Isometric cloths: milliseconds in the sparse Cholesky's numeric factorisations.
+    pub factor_ms: f64,
+    /// Isometric cloths: milliseconds in its triangular solves and contact elimination.
+    pub direct_solve_ms: f64,
+    /// Isometric cloths: Gauss–Newton iterations whose direct solve failed and used PCG.
+    pub direct_fallbacks: u32,
 }
 
 impl FrameStats {
@@ -140,6 +149,10 @@ impl FrameStats {
         self.row_strain = self.row_strain.max(o.row_strain);
         self.precond_shifted += o.precond_shifted;
         self.precond_fallbacks += o.precond_fallbacks;
+        self.direct_assemble_ms += o.direct_assemble_ms;
+        self.factor_ms += o.factor_ms;
+        self.direct_solve_ms += o.direct_solve_ms;
+        self.direct_fallbacks += o.direct_fallbacks;
     }
 
     /// Folds one solve's preconditioner outcome in: whether its factorisation needed a shift,

@@ -226,6 +226,19 @@ pub struct IsometricSolverSection {
     /// collider get a unilateral row on its tangent plane (0: none; `integrate::isometric`).
     #[serde(default)]
     pub contact_margin: f64,
+    /// Contact rows that follow the analytic colliders inside the projection (hard, re-linearised
+    /// at every Gauss–Newton iteration; needs `contact_margin > 0`).
+    #[serde(default)]
+    pub follow_obstacles: bool,
+    /// Linear solver of each Gauss–Newton iteration: `"cholesky"` (sparse direct) or `"pcg"`.
+    #[serde(default)]
+    pub linear_solver: LinearSolverKind,
+    /// Fill-reducing ordering of the sparse Cholesky: `"amd"` or `"natural"`.
+    #[serde(default)]
+    pub cholesky_ordering: CholeskyOrderingKind,
+    /// Threads of the sparse Cholesky's numeric factorisation (1: sequential).
+    #[serde(default = "default_cholesky_threads")]
+    pub cholesky_threads: u32,
 }
 
 impl Default for IsometricSolverSection {
@@ -248,8 +261,38 @@ impl Default for IsometricSolverSection {
             strain_test: StrainTestKind::default(),
             contact_rounds: 0,
             contact_margin: 0.0,
+            follow_obstacles: false,
+            linear_solver: LinearSolverKind::default(),
+            cholesky_ordering: CholeskyOrderingKind::default(),
+            cholesky_threads: default_cholesky_threads(),
         }
     }
+}
+
+fn default_cholesky_threads() -> u32 {
+    1
+}
+
+/// `[solver.isometric] linear_solver`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinearSolverKind {
+    /// Supernodal sparse Cholesky (faer), symbolic analysis once per cloth.
+    #[default]
+    Cholesky,
+    /// PCG with IC(0) on the matrix-free system.
+    Pcg,
+}
+
+/// `[solver.isometric] cholesky_ordering`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CholeskyOrderingKind {
+    /// Approximate minimum degree.
+    #[default]
+    Amd,
+    /// The rows as built.
+    Natural,
 }
 
 fn default_strain_tolerance() -> f64 {

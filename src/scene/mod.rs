@@ -1533,10 +1533,12 @@ fn isometric_desc(
     use crate::integrate::bdf2::Integrator;
     use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
     use crate::integrate::isometric_cloth::RestShape;
+    use crate::integrate::projection::LinearSolver;
     use crate::integrate::projection::ProjectionSettings;
+    use crate::linalg::{CholeskyThreads, Ordering};
     use file::{
-        ContactRowsKind, CouplingKind, IntegratorKind, ModelKind, RestShapeKind, SecondTargetKind,
-        StrainTestKind,
+        CholeskyOrderingKind, ContactRowsKind, CouplingKind, IntegratorKind, LinearSolverKind,
+        ModelKind, RestShapeKind, SecondTargetKind, StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1563,7 +1565,33 @@ fn isometric_desc(
         ));
     }
     let s = &sf.solver.isometric;
+    let sverr = |k: &str, message: String| SceneError::Value {
+        file: file.to_string(),
+        line: find_key_line(text, "solver.isometric", 0, k),
+        key: format!("solver.isometric.{k}"),
+        message,
+    };
+    if !(1..=64).contains(&s.cholesky_threads) {
+        return Err(sverr(
+            "cholesky_threads",
+            format!("must be in 1..=64, got {}", s.cholesky_threads),
+        ));
+    }
+    let solver = match s.linear_solver {
+        LinearSolverKind::Pcg => LinearSolver::Pcg,
+        LinearSolverKind::Cholesky => LinearSolver::Cholesky {
+            ordering: match s.cholesky_ordering {
+                CholeskyOrderingKind::Amd => Ordering::Amd,
+                CholeskyOrderingKind::Natural => Ordering::Natural,
+            },
+            threads: match s.cholesky_threads {
+                1 => CholeskyThreads::One,
+                n => CholeskyThreads::Pool(n as u8),
+            },
+        },
+    };
     let mut projection = ProjectionSettings {
+        solver,
         tolerance: s.strain_tolerance,
         max_iterations: s.newton_max_iterations,
         gauss_newton_iterations: s.gauss_newton_iterations,
@@ -1599,6 +1627,7 @@ fn isometric_desc(
             contact_compliance: s.contact_compliance,
             contact_rounds: s.contact_rounds,
             contact_margin: s.contact_margin,
+            follow_obstacles: s.follow_obstacles,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },
