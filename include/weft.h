@@ -423,7 +423,8 @@ typedef struct weft_collider_desc {
   float radius;
   // Capsule half length (m), in the same range.
   float half_length;
-  // Box half extents (m), each in the same range.
+  // Box half extents (m): the largest in the same range, each at least 1e-4 m (a thin
+  // plate).
   float half_extents[3];
   // Triangle mesh: number of vertices.
   uint32_t mesh_vertex_count;

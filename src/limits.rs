@@ -186,6 +186,30 @@ pub fn check_frame_dt(dt: f32, substeps: u32) -> Result<(), RangeError> {
     Ok(())
 }
 
+/// Smallest half extent (m) of a box along its thinnest axis, when a larger one meets
+/// [`MIN_COLLIDER_SIZE`]. A thin plate is a body game scenes use (a 1 mm sheet of metal), and its
+/// tessellation has the edges of its large faces; the bound only keeps the two large faces
+/// apart by far more than the `f32` spacing of coordinates within [`MAX_COORDINATE`] (1 mm at
+/// 1e4 m is coarser, so a plate that far out is thicker than its position's rounding anyway).
+pub const MIN_BOX_HALF_THICKNESS: f32 = 1.0e-4;
+
+/// A box's half extents: the largest in [[`MIN_COLLIDER_SIZE`], [`MAX_COLLIDER_SIZE`]], each in
+/// [[`MIN_BOX_HALF_THICKNESS`], [`MAX_COLLIDER_SIZE`]].
+pub fn check_box_half_extents(what: &'static str, h: [f32; 3]) -> Result<(), RangeError> {
+    if let Some(&v) = h
+        .iter()
+        .find(|v| !(v.is_finite() && (MIN_BOX_HALF_THICKNESS..=MAX_COLLIDER_SIZE).contains(*v)))
+    {
+        return Err(RangeError::new(
+            what,
+            format!(
+                "has {v:e} m, each must be in [{MIN_BOX_HALF_THICKNESS:e}, {MAX_COLLIDER_SIZE:e}] m"
+            ),
+        ));
+    }
+    check_collider_size(what, h[0].max(h[1]).max(h[2]))
+}
+
 /// A collider size (radius, half length, half extent): in
 /// [[`MIN_COLLIDER_SIZE`], [`MAX_COLLIDER_SIZE`]].
 pub fn check_collider_size(what: &'static str, v: f32) -> Result<(), RangeError> {
@@ -336,6 +360,15 @@ pub fn check_vertex_masses(what: &'static str, masses: &[f32]) -> Result<(), Ran
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thin_plate_is_a_box_but_a_speck_is_not() {
+        assert!(check_box_half_extents("half_extents", [5e-4, 0.2, 0.2]).is_ok());
+        assert!(check_box_half_extents("half_extents", [1e-5, 0.2, 0.2]).is_err());
+        assert!(check_box_half_extents("half_extents", [5e-4, 5e-4, 5e-4]).is_err());
+        assert!(check_box_half_extents("half_extents", [f32::NAN, 0.2, 0.2]).is_err());
+        assert!(check_box_half_extents("half_extents", [0.2, 0.2, 2e4]).is_err());
+    }
 
     #[test]
     fn frame_dt_range_refuses_zero_denormal_and_huge() {

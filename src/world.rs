@@ -1617,10 +1617,9 @@ pub(crate) fn check_shape(shape: &Shape) -> Result<(), RangeError> {
             limits::check_collider_size("radius", radius)?;
             limits::check_collider_size("half_length", half_length)
         }
-        Shape::Cuboid { half_extents } => half_extents
-            .to_array()
-            .iter()
-            .try_for_each(|&h| limits::check_collider_size("half_extents", h)),
+        Shape::Cuboid { half_extents } => {
+            limits::check_box_half_extents("half_extents", half_extents.to_array())
+        }
     }
 }
 

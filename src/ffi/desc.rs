@@ -439,7 +439,8 @@ pub struct weft_collider_desc {
     pub radius: f32,
     /// Capsule half length (m), in the same range.
     pub half_length: f32,
-    /// Box half extents (m), each in the same range.
+    /// Box half extents (m): the largest in the same range, each at least 1e-4 m (a thin
+    /// plate).
     pub half_extents: [f32; 3],
     /// Triangle mesh: number of vertices.
     pub mesh_vertex_count: u32,

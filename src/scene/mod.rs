@@ -692,10 +692,8 @@ fn shape_of(
         },
         ShapeKind::Box => {
             let h = half_extents.ok_or(("half_extents", "required for shape Box".to_string()))?;
-            for x in h {
-                crate::limits::check_collider_size("half_extents", x)
-                    .map_err(|e| ("half_extents", e.message))?;
-            }
+            crate::limits::check_box_half_extents("half_extents", h)
+                .map_err(|e| ("half_extents", e.message))?;
             Shape::Cuboid {
                 half_extents: Vec3::from_array(h),
             }
