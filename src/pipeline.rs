@@ -1,4 +1,4 @@
-//! The substep: the stages of DESIGN.md "The step", in order, and nothing else.
+//! The substep: the stages of `ARCHITECTURE.md`'s "The step", in order, and nothing else.
 //!
 //! ```text
 //! substep(h)

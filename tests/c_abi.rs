@@ -1,4 +1,4 @@
-//! The C ABI contract (issue 6).
+//! The C ABI contract.
 //!
 //! - `include/weft.h` equals a fresh cbindgen generation from `src/ffi`
 //!   (`WEFT_BLESS_HEADER=1` rewrites it) and compiles as C99 and as C++;

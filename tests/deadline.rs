@@ -1,4 +1,4 @@
-//! Issue 5: a frame deadline measured through an injected clock. When the
+//! A frame deadline measured through an injected clock. When the
 //! deadline passes in the middle of a solve, CG stops iterating (keeping its
 //! iterate), the frame reports `deadline_hit`, the collision fail-safe still
 //! runs, and the result passes the independent intersection check.

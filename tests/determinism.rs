@@ -1,6 +1,6 @@
-//! Issue 5: `state_hash` is the same for 1, 2 and 4 threads and across
-//! repeated runs (DESIGN.md "results are bit-identical run to run and for any
-//! thread count"). Each scene runs a few dozen frames — long enough for
+//! `state_hash` is the same for 1, 2 and 4 threads and across
+//! repeated runs (results are bit-identical run to run and for any thread
+//! count). Each scene runs a few dozen frames — long enough for
 //! contact, self-collision, CCD rounds and impact zones to take part — in a
 //! world-owned rayon pool of each size.
 

@@ -1,4 +1,4 @@
-//! Discrete-shell (dihedral) bending in whole scenes (issue 7 item 2): a sheet pinned along one edge
+//! Discrete-shell (dihedral) bending in whole scenes: a sheet pinned along one edge
 //! droops less as the bending stiffness rises; IMEX (explicit elastic bending, METHODS-bw-bridson §4.8)
 //! agrees with implicit bending on a small, slow problem; IMEX beyond its step limit (§4.9) is split
 //! into pieces that respect it; bad option values are typed errors.

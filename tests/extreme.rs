@@ -1,4 +1,4 @@
-//! Issue 5: extreme parameters either run stable and intersection-free or
+//! Extreme parameters either run stable and intersection-free or
 //! are rejected at cloth creation with an error that says why.
 
 mod support;

@@ -1,4 +1,4 @@
-//! Coulomb friction on an incline (issue 3): a cloth lying on a plane tilted by α stays put when
+//! Coulomb friction on an incline: a cloth lying on a plane tilted by α stays put when
 //! μ > tan α and slides when μ < tan α, at the kinetic rate g (sin α − μ cos α).
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Issue 3's guarantee, checked by the independent checker at EVERY frame:
+//! The no-intersection guarantee, checked by the independent checker at EVERY frame:
 //! no two non-adjacent cloth triangles intersect (a fold through a vertex
 //! neighbour counts), no cloth triangle crosses an obstacle mesh, and no cloth
 //! triangle is more than 1 mm inside an analytic collider.
@@ -42,7 +42,7 @@ fn pile_33_is_intersection_free_at_every_frame() {
 #[test]
 fn drape_65_is_intersection_free_at_every_frame() {
     let max_strain = check_every_frame("drape.toml", None);
-    // Issue 3: strain limiting keeps the strain within drape.toml's 4% limit.
+    // Strain limiting keeps the strain within drape.toml's 4% limit.
     // The slack is the resolution of the measurement, not of the limiter: f32
     // positions near 0.5 m carry 3e-8 m of round-off, 2e-6 of a 1.6 cm edge,
     // and the limiter triggers at 1e-6 beyond the limit (strain_limit.rs).

@@ -1,4 +1,4 @@
-//! Issue 4 items 1, 5, 6: the isometric model (Wang 2012) selected from a scene file, stepped by
+//! The isometric model (Wang 2012) selected from a scene file, stepped by
 //! the world, checked by the independent intersection checker, deterministic across thread
 //! counts, and written by `weft run` into `stats.csv`.
 

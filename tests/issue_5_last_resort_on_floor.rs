@@ -1,4 +1,4 @@
-//! Issue 5, the 10,000-frame drape-33 soak (`tests/soak.rs`): once the sheet had slid off the ball
+//! The 10,000-frame drape-33 soak (`tests/soak.rs`): once the sheet had slid off the ball
 //! onto the floor, the fail-safe took its last resort (every cloth vertex in one rigid impact
 //! zone, Bridson 2002 §3.10) and that zone, carrying the momentum of the part still falling,
 //! moved a vertex resting on the floor through the floor's tessellation (8 cloth triangles around

@@ -1,4 +1,4 @@
-//! Issue 5, pile-33 (`samples/README.md`, pile): a stiff sheet crumpling onto the ground with
+//! Pile-33 (`samples/README.md`, pile): a stiff sheet crumpling onto the ground with
 //! self-collision broke its 10 % strain limit (27.5 % at frame 81) and gained energy (0.51 J →
 //! 3.9 J) without the response solve: the collision stage's vertex-by-vertex velocity changes
 //! became strain energy at `x^{n+1} = x^n + h v`, about (ωh)² ≈ 2,000 times their kinetic

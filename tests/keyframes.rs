@@ -1,4 +1,4 @@
-//! Obstacle meshes from scene files (OBJ or generated) and keyframed motion (issue 3, item 1).
+//! Obstacle meshes from scene files (OBJ or generated) and keyframed motion.
 //!
 //! A cloth falls onto a small table (a box read from an OBJ file) and drapes over its edge; a
 //! keyframed capsule arm (an `[[obstacle]]` generated mesh) comes down through the overhanging flap

@@ -1,4 +1,4 @@
-//! Issue 7 item 4: collision-aware Loop subdivision of output meshes (Bridson 2002,
+//! Collision-aware Loop subdivision of output meshes (Bridson 2002,
 //! METHODS-bw-bridson §3.11). On frames of a crumpling cloth the independent checker
 //! (tests/support) finds no intersection in the collision-aware output, while the plain Loop
 //! positions of the same frames do intersect: the collision step is what keeps them apart.

@@ -1,4 +1,4 @@
-//! Issue 5: several cloths in one world step in parallel across cloths as
+//! Several cloths in one world step in parallel across cloths as
 //! well as within each, and the answer does not depend on it. A small crowd
 //! (four cloths, each falling onto its own sphere) gives the same
 //! `state_hash` for 1, 2 and 4 threads; every cloth ends bit-identical to the

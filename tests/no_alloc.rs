@@ -1,5 +1,5 @@
-//! Issue 5: after warm-up a frame performs zero heap allocations (DESIGN.md
-//! "no allocation per step"). A counting `#[global_allocator]` counts every
+//! After warm-up a frame performs zero heap allocations (no allocation per
+//! step). A counting `#[global_allocator]` counts every
 //! allocation, while counting is on, on the test's own thread and on every
 //! worker of the rayon pool it runs in; each scene is stepped inside the pool
 //! the world uses (`pool.install`), so the kernels' workers are counted. The
@@ -178,7 +178,7 @@ fn drape_65_block_ic0_frames_do_not_allocate() {
 
 #[test]
 fn drape_65_dihedral_imex_frames_do_not_allocate() {
-    // Discrete-shell bending integrated IMEX (issue 7 item 2): the step-limit pass and the split of
+    // Discrete-shell bending integrated IMEX: the step-limit pass and the split of
     // substeps into pieces must not allocate either.
     let edit = |t: &str| {
         assert!(t.contains("\n[cloth.material]") && t.contains("\n[solver]"));

@@ -1,4 +1,4 @@
-//! Issue 5: a collision pool that is too small is never silently truncated: it grows once, the
+//! A collision pool that is too small is never silently truncated: it grows once, the
 //! overflow is counted in `FrameStats::pool_overflows`, the frame's result is bit-identical to a
 //! run with pools of the right size, and the next frame allocates nothing.
 //!

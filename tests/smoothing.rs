@@ -1,4 +1,4 @@
-//! Implicit velocity smoothing wired into the step (issue 3, item 8; course notes §4.10):
+//! Implicit velocity smoothing wired into the step (course notes §4.10):
 //! `velocity_smoothing` in `[cloth.collision]` spreads the velocity jumps that collision impulses
 //! leave, so a cloth landing on a sphere ends each frame with smoother velocities than without it.
 
@@ -45,7 +45,7 @@ fn run(smoothing: f32) -> (f64, u64) {
     let mut count = 0;
     for frame in 0..scene.frames {
         let stats = world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
-        // Issue 3 item 9: the collide stage's time is split into sub-stages,
+        // The collide stage's time is split into sub-stages,
         // all inside the stage's own lap.
         let parts: f64 = stats.collide_ms.values().iter().sum();
         let stage = stats.stage_ms.get(weft::runtime::profile::Stage::Collide);

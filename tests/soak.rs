@@ -1,4 +1,4 @@
-//! Issue 5 soak: 10,000 frames of drape-33 (DESIGN.md's canonical scene, `samples/drape-33.toml`)
+//! Soak: 10,000 frames of drape-33 (the canonical scene, `samples/drape-33.toml`)
 //! with each cloth model, checking at every frame that the state stays finite and that no frame
 //! after the warm-up allocates on the heap, and with the independent intersection checker
 //! (`tests/support/intersection.rs`, which does not use `src/collide`) at every 500th frame and

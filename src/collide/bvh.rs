@@ -928,7 +928,7 @@ impl PairWorkspace {
 
     /// A workspace preallocated for queries over `num_primitives` primitives finding up to
     /// `pairs_per_primitive` pairs per primitive (spread evenly over the chunks): such queries then
-    /// allocate nothing, even the first, so a frame's first contact does not allocate (issue 5). Larger
+    /// allocate nothing, even the first, so a frame's first contact does not allocate. Larger
     /// results still grow the buffers once and are reported by [`PairWorkspace::grew`].
     #[must_use]
     pub fn with_capacity(num_primitives: usize, pairs_per_primitive: usize) -> Self {

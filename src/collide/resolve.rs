@@ -451,7 +451,7 @@ impl ClothCollision {
             obstacle_owned: Vec::new(),
             obstacle_edges: Vec::new(),
             obstacle_edge_boxes: Vec::new(),
-            // Pools sized at creation (issue 5: no allocation per step); a
+            // Pools sized at creation (no allocation per step); a
             // larger result grows them once and is reported as an overflow.
             self_ws: PairWorkspace::with_capacity(triangles.len(), SELF_PAIRS_PER_TRIANGLE),
             cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),

@@ -1728,7 +1728,7 @@ mod wang_model_tests {
         );
     }
 
-    /// Issue 4's no-locking test: the 1 m sheet, pinned along one edge, low k_b (1e-4 J), with
+    /// No locking: the 1 m sheet, pinned along one edge, low k_b (1e-4 J), with
     /// air damping 5/s so that it comes to rest within the run (2 s), hangs straight down, and
     /// at rest every base edge is within the 0.1 % strain tolerance (through its red node and
     /// end to end), with the last projection converged. Without the base-edge stopping test the

@@ -8,7 +8,7 @@
 //! input vertices (same indices, so pins given on the input mesh pin black nodes), red nodes
 //! `V..V+E` the input edges' midpoints. Everything downstream of the state — the OBJ files of
 //! `weft run`, `state_hash`, the C ABI's position and normal readback, the collision stage — uses
-//! that mesh (DESIGN.md "CLI": "for the isometric model the subdivided conforming mesh").
+//! that mesh: for the isometric model the output is the subdivided conforming mesh.
 //!
 //! # State in `f64`
 //!

@@ -1,5 +1,5 @@
 //! The frame arena: scratch whose size varies frame to frame, bump-allocated and freed all at
-//! once when the next frame starts (DESIGN.md "A stage never allocates in steady state").
+//! once when the next frame starts, so a steady-state stage never allocates.
 //!
 //! Each cloth owns one [`FrameArena`] (cloths step in parallel; a `bumpalo::Bump` is `Send` but
 //! not `Sync`, so an arena is never shared between threads: parallel kernels write into slices

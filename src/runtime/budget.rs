@@ -123,7 +123,7 @@ impl Deadline {
 }
 
 /// Adapts the CG iteration cap across frames to keep frames inside the
-/// budget (issue 5), from exponential moving averages of two measured costs:
+/// budget, from exponential moving averages of two measured costs:
 /// the time per CG iteration and the time of everything else in a frame.
 ///
 /// The next frame's cap is the largest iteration count whose predicted frame

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-/// The stages of a substep, in pipeline order (DESIGN.md "The step").
+/// The stages of a substep, in pipeline order (see `ARCHITECTURE.md`, "The step").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(usize)]
 pub enum Stage {

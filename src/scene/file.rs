@@ -560,7 +560,7 @@ pub struct GridSection {
     #[serde(default)]
     pub diagonals: DiagonalKind,
     /// Out-of-plane bow amplitude a (m), so that a standing sheet buckles
-    /// (DESIGN.md `pile-N`): each vertex moves along the grid normal by
+    /// (the `pile-N` scenes): each vertex moves along the grid normal by
     /// a·sin(π t)·(1 + 0.5 sin(3π s)), with t ∈ [0, 1] from the first to the last
     /// row and s ∈ [−½, ½] across the columns.
     pub bow: Option<f32>,

@@ -811,7 +811,7 @@ fn obstacle_desc(
 }
 
 /// Material coordinates from the current positions, so rest lengths are the
-/// initial lengths (DESIGN.md `pile-N`): each triangle is laid flat in its own
+/// initial lengths (the `pile-N` scenes): each triangle is laid flat in its own
 /// plane with u along the projection of the grid's `u_axis`, corner 0 kept at
 /// its grid (u, v). Only differences of (u, v) within a triangle matter.
 fn rest_from_positions(mesh: &mut crate::mesh::TriMesh, u_axis: Vec3) {

@@ -1,4 +1,4 @@
-//! A heap-allocation counter for test binaries that check "no allocation per step" (issue 5).
+//! A heap-allocation counter for test binaries that check "no allocation per step".
 //!
 //! The pattern of `tests/no_alloc.rs`: [`CountingAllocator`] forwards to `System` and, while
 //! counting is on, counts the allocations made on *marked* threads only: the test's own thread

@@ -1,4 +1,4 @@
-//! Independent intersection checker for the no-intersection invariant of `DESIGN.md`:
+//! Independent intersection checker for the no-intersection invariant of `ARCHITECTURE.md`:
 //! "no cloth triangle intersects another cloth triangle it does not share an edge with (one
 //! folded through a vertex neighbour counts) or an obstacle".
 //!
