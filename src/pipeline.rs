@@ -338,6 +338,7 @@ fn advance(
             mass,
             inv_mass,
             obstacles,
+            &mut || deadline.passed(),
         );
         stats.add_collisions(&cs);
         if rounds == cloth.collision_settings.response_passes || deadline.passed() {

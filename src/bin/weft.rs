@@ -502,7 +502,7 @@ fn run(
     }
     header.push_str(
         ",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit,\
-         proximity_pairs,ccd_hits,ccd_rounds,zone_rounds,impact_zones,largest_zone,last_resorts,pool_overflows",
+         proximity_pairs,ccd_hits,ccd_rounds,zone_rounds,impact_zones,largest_zone,last_resorts,rounds_cut,last_resort_hits,gave_way,pool_overflows",
     );
     for c in CollideTimes::COLUMNS {
         header.push(',');
@@ -895,7 +895,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
     )?;
     write!(
         w,
-        ",{},{},{},{},{},{},{},{}",
+        ",{},{},{},{},{},{},{},{},{},{},{}",
         s.proximity_pairs,
         s.ccd_hits,
         s.ccd_rounds,
@@ -903,6 +903,9 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         s.impact_zones,
         s.largest_zone,
         s.last_resorts,
+        s.rounds_cut,
+        s.last_resort_hits,
+        s.last_resorts_gave_way,
         s.pool_overflows
     )?;
     for ms in s.collide_ms.values() {
@@ -950,6 +953,7 @@ struct Summary {
     stage_median_ms: Vec<(&'static str, f64)>,
     frame_median_ms: f64,
     frame_p95_ms: f64,
+    frame_max_ms: f64,
     max_strain: f32,
     final_strain: f32,
     max_contacts: u32,
@@ -963,6 +967,9 @@ struct Summary {
     newton_unconverged: u32,
     pool_overflows: u32,
     max_arena_bytes: u64,
+    last_resorts: u32,
+    rounds_cut: u32,
+    last_resort_hits: u32,
     state_hash: u64,
     failed: bool,
 }
@@ -984,6 +991,7 @@ impl Summary {
             stage_median_ms,
             frame_median_ms: percentile(&fm, 0.5),
             frame_p95_ms: percentile(&fm, 0.95),
+            frame_max_ms: fm.iter().copied().fold(0.0, f64::max),
             max_strain: all.iter().map(|x| x.max_strain).fold(0.0, f32::max),
             final_strain: all.last().map_or(0.0, |x| x.max_strain),
             max_contacts: all.iter().map(|x| x.contacts).max().unwrap_or(0),
@@ -1003,6 +1011,9 @@ impl Summary {
             newton_unconverged: all.iter().map(|x| x.newton_unconverged).sum(),
             pool_overflows: all.iter().map(|x| x.pool_overflows).sum(),
             max_arena_bytes: all.iter().map(|x| x.arena_bytes).max().unwrap_or(0),
+            last_resorts: all.iter().map(|x| x.last_resorts).sum(),
+            rounds_cut: all.iter().map(|x| x.rounds_cut).sum(),
+            last_resort_hits: all.iter().map(|x| x.last_resort_hits).sum(),
             state_hash,
             failed,
         }
@@ -1021,6 +1032,7 @@ impl Summary {
             "stage_median_ms": stages,
             "frame_median_ms": self.frame_median_ms,
             "frame_p95_ms": self.frame_p95_ms,
+            "frame_max_ms": self.frame_max_ms,
             "max_strain": self.max_strain,
             "final_max_strain": self.final_strain,
             "max_contacts": self.max_contacts,
@@ -1034,6 +1046,9 @@ impl Summary {
             "newton_unconverged_projections": self.newton_unconverged,
             "pool_overflows": self.pool_overflows,
             "max_arena_bytes": self.max_arena_bytes,
+            "last_resorts": self.last_resorts,
+            "rounds_cut": self.rounds_cut,
+            "last_resort_hits": self.last_resort_hits,
             "state_hash": format!("{:016x}", self.state_hash),
             "failed": self.failed,
         });
@@ -1042,14 +1057,15 @@ impl Summary {
 
     fn text(&self) -> String {
         format!(
-            "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95), max strain {:.3}% (final {:.3}%), \
+            "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95, {:.2} max), max strain {:.3}% (final {:.3}%), \
              max contacts {} (collider vertices) / {} (isometric contact rows), rejected substeps {}, unconverged solves {} (PCG) / {} (Gauss–Newton projections), \
-             max row strain {:.3}%, deadline misses {}, state_hash {:016x}",
+             max row strain {:.3}%, deadline misses {}, last resorts {} (rounds cut by the deadline {}, hits left after them {}), state_hash {:016x}",
             self.scene,
             self.frames,
             self.threads,
             self.frame_median_ms,
             self.frame_p95_ms,
+            self.frame_max_ms,
             100.0 * self.max_strain,
             100.0 * self.final_strain,
             self.max_contacts,
@@ -1059,6 +1075,9 @@ impl Summary {
             self.newton_unconverged,
             100.0 * self.max_row_strain,
             self.deadline_misses,
+            self.last_resorts,
+            self.rounds_cut,
+            self.last_resort_hits,
             self.state_hash
         )
     }

@@ -494,26 +494,140 @@ impl ZoneMotion {
 
     /// Secant velocities of the rotation by `|φ|` about `φ̂` (eq. 3.19–3.21 with the step rotation `φ`).
     fn write_velocities(&self, members: &[u32], h: f64, x: &[Vec3], v: &mut [Vec3]) {
-        let phi = self.step_rotation(h);
-        let theta = phi.length();
-        if !exceeds(theta, MIN_ROTATION_ANGLE) {
-            let v_cm = self.v_cm.as_vec3();
-            for &i in members {
-                v[i as usize] = v_cm;
-            }
-            return;
-        }
-        let axis = phi / theta;
-        let half = (0.5 * theta).sin();
-        let cos_minus_one = -2.0 * half * half;
-        let sin = theta.sin();
+        let motion = self.step_motion(h);
         for &i in members {
-            let r = x[i as usize].as_dvec3() - self.x_cm;
-            let x_r = r - r.dot(axis) * axis;
-            let displacement = cos_minus_one * x_r + sin * axis.cross(x_r);
-            v[i as usize] = (self.v_cm + displacement / h).as_vec3();
+            v[i as usize] = motion.velocity_at(x[i as usize], h);
         }
     }
+
+    /// The zone's rigid motion over the step, as a [`StepMotion`].
+    fn step_motion(&self, h: f64) -> StepMotion {
+        StepMotion::Free {
+            centre: self.x_cm,
+            velocity: self.v_cm,
+            rotation: self.step_rotation(h),
+        }
+    }
+}
+
+/// A rigid motion of a zone over one step of length `h`, as the secant velocity it gives each point:
+/// `v(x) = v̄ + (R r − r)/h` with `r = x − c` (eq. 3.19–3.21). Kept so that the last resort
+/// (`collide::last_resort`) can move other vertices with a zone's or a body's motion.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StepMotion {
+    /// No motion: every velocity is exactly zero (a body at rest).
+    Rest,
+    /// The best-fit rigid motion of kinematic vertices (module doc): centroid `c0` at `x^n`, mean
+    /// velocity `v̄`, rotation `R` from the iteration of Müller et al. 2016.
+    Kinematic {
+        /// `c0` (m).
+        centre: DVec3,
+        /// `v̄` (m/s).
+        velocity: DVec3,
+        /// `R`.
+        rotation: DQuat,
+    },
+    /// A free zone's motion (eq. 3.16–3.21): centre of mass, mean velocity and the step rotation `φ`
+    /// (axis · angle, rad).
+    Free {
+        /// `x_cm` (m).
+        centre: DVec3,
+        /// `v_cm` (m/s).
+        velocity: DVec3,
+        /// `φ` (rad).
+        rotation: DVec3,
+    },
+}
+
+impl StepMotion {
+    /// The secant velocity of the point `x` (the position at the start of the step) under this motion.
+    #[must_use]
+    pub fn velocity_at(&self, x: Vec3, h: f64) -> Vec3 {
+        match *self {
+            StepMotion::Rest => Vec3::ZERO,
+            StepMotion::Kinematic {
+                centre,
+                velocity,
+                rotation,
+            } => {
+                let r = x.as_dvec3() - centre;
+                (velocity + (rotation * r - r) / h).as_vec3()
+            }
+            StepMotion::Free {
+                centre,
+                velocity,
+                rotation,
+            } => {
+                let theta = rotation.length();
+                if !exceeds(theta, MIN_ROTATION_ANGLE) {
+                    return velocity.as_vec3();
+                }
+                // Rodrigues with cos θ − 1 = −2 sin²(θ/2), so that small rotations lose no digits.
+                let axis = rotation / theta;
+                let half = (0.5 * theta).sin();
+                let cos_minus_one = -2.0 * half * half;
+                let r = x.as_dvec3() - centre;
+                let x_r = r - r.dot(axis) * axis;
+                let displacement = cos_minus_one * x_r + theta.sin() * axis.cross(x_r);
+                (velocity + displacement / h).as_vec3()
+            }
+        }
+    }
+}
+
+/// The best-fit rigid motion over the step `h` of the kinematic `members` (module doc), [`StepMotion::Rest`]
+/// when every one of them has velocity exactly zero. `None` when no member is kinematic.
+#[must_use]
+pub fn kinematic_motion(
+    members: &[u32],
+    h: f64,
+    x: &[Vec3],
+    v: &[Vec3],
+    inv_mass: &[f32],
+) -> Option<StepMotion> {
+    let is_kinematic = |i: u32| is_kinematic(inv_mass[i as usize]);
+    let mut count = 0.0;
+    let mut c0 = DVec3::ZERO;
+    let mut v_bar = DVec3::ZERO;
+    let mut moving = false;
+    for &i in members.iter().filter(|&&i| is_kinematic(i)) {
+        count += 1.0;
+        c0 += x[i as usize].as_dvec3();
+        v_bar += v[i as usize].as_dvec3();
+        moving |= v[i as usize] != Vec3::ZERO;
+    }
+    if count == 0.0 {
+        return None;
+    }
+    if !moving {
+        return Some(StepMotion::Rest);
+    }
+    c0 /= count;
+    v_bar /= count;
+    let mut a = DMat3::ZERO;
+    for &i in members.iter().filter(|&&i| is_kinematic(i)) {
+        let p = x[i as usize].as_dvec3() - c0;
+        let q = p + h * (v[i as usize].as_dvec3() - v_bar);
+        a += outer(q, p);
+    }
+    Some(StepMotion::Kinematic {
+        centre: c0,
+        velocity: v_bar,
+        rotation: extract_rotation(a),
+    })
+}
+
+/// The rigid motion over the step `h` of the free `members` (eq. 3.16–3.21 with the step rotation of the
+/// module doc); `None` when their total mass is not positive.
+#[must_use]
+pub fn free_motion(
+    members: &[u32],
+    h: f64,
+    x: &[Vec3],
+    v: &[Vec3],
+    mass: &[f32],
+) -> Option<StepMotion> {
+    ZoneMotion::of(members, x, v, mass).map(|m| m.step_motion(h))
 }
 
 /// `C(φ) = Σ m_i r_i × R(φ) r_i = (sin θ/θ) I φ + ((1 − cos θ)/θ²) φ × I φ`, `θ = |φ|`: `h` times the
@@ -595,27 +709,14 @@ fn least_squares(m: DMat3, b: DVec3) -> DVec3 {
 /// Free vertices of a zone with kinematic vertices follow the kinematic vertices' best-fit rigid motion;
 /// kinematic vertices keep their velocities (module doc).
 fn follow_kinematic(members: &[u32], h: f64, x: &[Vec3], v: &mut [Vec3], inv_mass: &[f32]) {
-    let is_kinematic = |i: u32| is_kinematic(inv_mass[i as usize]);
-    let mut count = 0.0;
-    let mut c0 = DVec3::ZERO;
-    let mut v_bar = DVec3::ZERO;
-    for &i in members.iter().filter(|&&i| is_kinematic(i)) {
-        count += 1.0;
-        c0 += x[i as usize].as_dvec3();
-        v_bar += v[i as usize].as_dvec3();
-    }
-    c0 /= count;
-    v_bar /= count;
-    let mut a = DMat3::ZERO;
-    for &i in members.iter().filter(|&&i| is_kinematic(i)) {
-        let p = x[i as usize].as_dvec3() - c0;
-        let q = p + h * (v[i as usize].as_dvec3() - v_bar);
-        a += outer(q, p);
-    }
-    let rotation = extract_rotation(a);
-    for &i in members.iter().filter(|&&i| !is_kinematic(i)) {
-        let r = x[i as usize].as_dvec3() - c0;
-        v[i as usize] = (v_bar + (rotation * r - r) / h).as_vec3();
+    let Some(motion) = kinematic_motion(members, h, x, v, inv_mass) else {
+        return;
+    };
+    for &i in members
+        .iter()
+        .filter(|&&i| !is_kinematic(inv_mass[i as usize]))
+    {
+        v[i as usize] = motion.velocity_at(x[i as usize], h);
     }
 }
 
@@ -721,7 +822,7 @@ fn exceeds(a: f64, b: f64) -> bool {
 
 /// A vertex of infinite mass: inverse mass zero, negative or NaN.
 #[inline]
-fn is_kinematic(inv_mass: f32) -> bool {
+pub(crate) fn is_kinematic(inv_mass: f32) -> bool {
     inv_mass.is_nan() || inv_mass <= 0.0
 }
 

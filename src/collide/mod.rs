@@ -4,6 +4,7 @@
 pub mod bvh;
 pub mod ccd;
 pub mod impact_zones;
+pub mod last_resort;
 pub mod proximity;
 pub mod resolve;
 pub mod response;

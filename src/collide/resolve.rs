@@ -16,8 +16,10 @@
 //!    ([`ObstacleMeshes::analytic`], `ClothCollision::repel_analytic`);
 //! 3. up to `ccd_rounds` rounds of continuous collision detection (§3.9) with
 //!    inelastic impulses that keep a minimum separation;
-//! 4. rigid impact zones (§3.10), merged until no collision remains: the
-//!    fail-safe, which runs whatever the frame's deadline says.
+//! 4. rigid impact zones (§3.10), merged round by round while collisions
+//!    remain, within their cap and the frame's deadline;
+//! 5. when the rounds end with collisions left, the bounded last resort
+//!    (*a bounded stage* below).
 //!
 //! **One vertex space.** Cloth vertices come first, then the vertices of every
 //! obstacle mesh; obstacle (and pinned) vertices have inverse mass 0 and their
@@ -50,20 +52,26 @@
 //! then appended to the list in chunk order (the serial order for any thread
 //! count).
 //!
-//! **Termination of the fail-safe.** Each impact-zone round that still finds a
-//! collision merges zones (a zone moves rigidly, so it cannot collide with
-//! itself), so after at most (number of vertices) rounds everything colliding
-//! is one zone. The loop is capped at `max_zone_rounds`; past the cap every
-//! cloth vertex joins one zone, which moves rigidly — intersection-free
-//! against itself because x^n was. That zone can still hit an obstacle (its
-//! rigid motion carries the momentum of the parts that were falling), so the
-//! loop goes on as Bridson 2002 §3.10 step 4 says: detect, merge what the zone
-//! hits (obstacle vertices: the zone then follows the obstacle's own motion,
-//! `impact_zones`), move rigidly again. It stops when a round finds no
-//! collision, or finds only collisions whose vertices already share a zone —
-//! the partition cannot change any more, so no further round could differ.
-//! Every round that goes on merges at least two zones, so at most (number of
-//! vertices) rounds follow the cap.
+//! **A bounded stage.** Each impact-zone round that still finds a collision
+//! merges zones (a zone moves rigidly, so it cannot collide with itself), so
+//! rounds could go on until everything colliding is one zone, each a detection
+//! pass over the swept candidates, whose CCD root finding dominates on hard
+//! inputs. The rounds are therefore capped: at most `ccd_rounds` CCD rounds,
+//! then at most `max_zone_rounds` zone rounds, and no round starts once the
+//! frame's deadline has passed (`stop`, asked between rounds on the calling
+//! thread; the first CCD round always runs). Collisions left then go to the
+//! last resort ([`super::last_resort`]): the whole cloth becomes one zone, and
+//! every obstacle body a collision touches joins it whole, so the zone follows
+//! the bodies' best-fit rigid motion (exact for one body, or several moving
+//! alike). At most [`LAST_RESORT_PASSES`] detection passes check that move, each
+//! joining the bodies its collisions touch. Collisions still left mean no rigid
+//! motion clears them: with nothing kinematic moving the free vertices stop
+//! (x^{n+1} = x^n exactly, clean against everything at rest); otherwise the cloth
+//! gives way, each free vertex following the body nearest it, and one more pass
+//! counts what is left (`CollisionStats::last_resort_hits`). Past the deadline a
+//! substep therefore costs at most the round in flight, one detection pass (the
+//! zone loop's, whose collisions start the last resort), and the last resort:
+//! [`LAST_RESORT_PASSES`] + 1 detection passes and linear work.
 #![deny(unsafe_code)]
 
 use std::time::Instant;
@@ -80,6 +88,7 @@ use super::ccd::{
     CCD_TOLERANCE_FRACTION, CcdHit, ccd_edge_edge, ccd_point_triangle, min_separation,
 };
 use super::impact_zones::ImpactZones;
+use super::last_resort::LastResort;
 use super::proximity::{proximity_edge_edge, proximity_point_triangle};
 use super::response::{self, Stencil};
 use super::shapes::{ColliderView, Shape};
@@ -148,8 +157,16 @@ pub struct CollisionStats {
     pub impact_zones: u32,
     /// Vertices in the largest zone.
     pub largest_zone: u32,
-    /// The zone loop hit its cap and took the last resort.
+    /// The stage took its last resort: the zone rounds reached their cap, or the deadline
+    /// passed, with collisions left.
     pub last_resort: bool,
+    /// The frame's deadline stopped the CCD or zone rounds before their caps.
+    pub rounds_cut: bool,
+    /// Collisions the last resort's final detection pass still found (0 when it cleared them).
+    pub last_resort_hits: u32,
+    /// The last resort found bodies moving differently and the cloth gave way, each free vertex
+    /// following the body nearest it (`collide::last_resort`).
+    pub last_resort_gave_way: bool,
     /// The last resort could not clear its hits and stopped the cloth's free vertices (they
     /// keep x^n for this substep).
     pub last_resort_stopped: bool,
@@ -192,6 +209,9 @@ impl CollisionStats {
         self.impact_zones = self.impact_zones.max(o.impact_zones);
         self.largest_zone = self.largest_zone.max(o.largest_zone);
         self.last_resort |= o.last_resort;
+        self.rounds_cut |= o.rounds_cut;
+        self.last_resort_hits += o.last_resort_hits;
+        self.last_resort_gave_way |= o.last_resort_gave_way;
         self.last_resort_stopped |= o.last_resort_stopped;
         self.pool_grew |= o.pool_grew;
         self.arena_bytes = self.arena_bytes.max(o.arena_bytes);
@@ -410,6 +430,8 @@ pub struct ClothCollision {
     /// Largest entry of `extra_thickness`.
     max_extra_thickness: f32,
     zones: ImpactZones,
+    /// The obstacles' bodies and the last resort's workspace.
+    last: LastResort,
     strain: StrainLimiter,
     smoother: VelocitySmoother,
     /// Longest rest edge of the cloth (m), for [`ClothCollision::meets_exact_surface`].
@@ -471,6 +493,7 @@ impl ClothCollision {
             extra_thickness: vec![0.0; num_vertices],
             max_extra_thickness: 0.0,
             zones: ImpactZones::new(num_vertices),
+            last: LastResort::new(num_vertices, edges),
             strain: StrainLimiter::new(num_vertices, edges),
             smoother: VelocitySmoother::new(num_vertices, edges),
             longest_rest_edge: rest_lengths.iter().copied().fold(0.0, f32::max),
@@ -522,6 +545,7 @@ impl ClothCollision {
         self.dirty.resize(total, true);
         self.v_tested.resize(total, Vec3::ZERO);
         self.zones = ImpactZones::new(total);
+        self.last.set_obstacles(m, &self.obstacle_edges);
     }
 
     /// Sets the thickness of each obstacle vertex (m, ≥ 0; the soup's order,
@@ -568,7 +592,17 @@ impl ClothCollision {
         let mut arena = std::mem::take(&mut self.own_arena);
         arena.reset();
         let capacity = arena.allocated_bytes();
-        let mut stats = self.resolve_in(&arena, settings, h, x0, v, mass, inv_mass, obstacles);
+        let mut stats = self.resolve_in(
+            &arena,
+            settings,
+            h,
+            x0,
+            v,
+            mass,
+            inv_mass,
+            obstacles,
+            &mut || false,
+        );
         // A new chunk is an allocation: reported like a grown list.
         stats.pool_grew |= arena.allocated_bytes() != capacity;
         self.own_arena = arena;
@@ -583,6 +617,11 @@ impl ClothCollision {
     /// every frame) and sets [`CollisionStats::pool_grew`]. The lists are
     /// freed when the stage returns (`bumpalo` rewinds its last allocations),
     /// so the next substep of the frame reuses their bytes.
+    ///
+    /// `stop` is asked between rounds, on the calling thread only (never inside a parallel
+    /// loop, so the thread count cannot change its answers): once it says true, no further CCD
+    /// or zone round starts and collisions left go to the last resort
+    /// ([`CollisionStats::rounds_cut`]; the pipeline passes the frame's deadline).
     #[allow(clippy::too_many_arguments)]
     pub fn resolve_in(
         &mut self,
@@ -594,6 +633,7 @@ impl ClothCollision {
         mass: &[f32],
         inv_mass: &[f32],
         obstacles: &ObstacleMeshes<'_>,
+        stop: &mut dyn FnMut() -> bool,
     ) -> CollisionStats {
         let mut stats = CollisionStats::default();
         let mut clock = Instant::now();
@@ -679,6 +719,10 @@ impl ClothCollision {
         let s_min = min_separation(f64::from(eta)) as f32;
         let mut remaining = true;
         for round in 0..settings.ccd_rounds {
+            if round > 0 && stop() {
+                stats.rounds_cut = true;
+                break;
+            }
             stats.ccd_rounds += 1;
             // Strain limiting inside every round: impacts resolved by impulses
             // stop some vertices while their neighbours move on; limiting the
@@ -715,12 +759,12 @@ impl ClothCollision {
             }
         }
 
-        // 4. Rigid impact zones until nothing collides (or, after the last
-        // resort, until a round finds nothing left to merge).
+        // 4. Rigid impact zones until nothing collides, at most `max_zone_rounds` rounds and
+        // none once `stop` says so; then the last resort.
         if remaining {
             self.zones.zones().reset();
             loop {
-                let (hits, merges) = self.merge_colliding(
+                let (hits, _) = self.merge_colliding(
                     &mut candidates,
                     &mut found,
                     settings,
@@ -731,30 +775,13 @@ impl ClothCollision {
                 if hits == 0 {
                     break;
                 }
-                if stats.last_resort && merges == 0 {
-                    // The last resort cannot clear these hits: every vertex they involve is
-                    // already in the one zone, so they come from its own move (exact in real
-                    // arithmetic, an affine map with a positive determinant, but rounded to f32
-                    // on layers that touch) or from pairs already within the CCD tolerance at
-                    // x^n. The one move that keeps a clean x^n clean exactly is none: the free
-                    // vertices keep x^n (zero velocity, `x^n + h · 0` is exact); kinematic ones
-                    // keep their prescribed motion. Found by the drape-33 soak
-                    // (`tests/soak.rs`): a crossing left at frame 5,117 after such an exit.
-                    for (w, &im) in self.v[..n].iter_mut().zip(&self.inv_mass[..n]) {
-                        if im > 0.0 {
-                            *w = Vec3::ZERO;
-                        }
-                    }
-                    stats.last_resort_stopped = true;
+                let capped = stats.zone_rounds >= settings.max_zone_rounds;
+                if capped || stop() {
+                    stats.rounds_cut |= !capped;
+                    self.last_resort(&mut candidates, &mut found, settings, h, eta_c, &mut stats);
                     break;
                 }
                 stats.zone_rounds += 1;
-                if !stats.last_resort && stats.zone_rounds > settings.max_zone_rounds {
-                    stats.last_resort = true;
-                    for i in 1..n as u32 {
-                        self.zones.zones().union(0, i);
-                    }
-                }
                 let zs = self.zones.apply_rigid_motion(
                     h,
                     &self.x0,
@@ -1239,35 +1266,123 @@ impl ClothCollision {
         stats: &mut CollisionStats,
     ) -> (u32, u32) {
         self.update_end_positions(h);
-        self.find_candidates(candidates, settings, Reach::Swept, &[], stats);
-        // Detection reads x^n and x1 only: parallel; the merges follow serially
-        // in candidate order, as before.
-        {
-            let (x0, x1) = (&self.x0, &self.x1);
-            stats.pool_grew |= detect_parallel(candidates, found, |c| {
-                let start = c.verts.map(|i| x0[i as usize]);
-                let end = c.verts.map(|i| x1[i as usize]);
-                swept_near(c.kind, &start, &end, eta_c)
-                    && ccd(
-                        c.kind,
-                        start.map(Vec3::as_dvec3),
-                        end.map(Vec3::as_dvec3),
-                        eta_c,
-                    )
-                    .is_some()
-            });
-        }
-        let (mut hits, mut merges) = (0, 0);
-        for (c, &found) in candidates.iter().zip(found.iter()) {
-            if found {
-                hits += 1;
-                let z = self.zones.zones();
-                for k in 1..4 {
-                    merges += u32::from(z.union(c.verts[0], c.verts[k]));
-                }
+        let hits = self.detect_collisions(candidates, found, settings, eta_c, stats);
+        // The merges follow serially in candidate order.
+        let mut merges = 0;
+        for (c, _) in candidates.iter().zip(found.iter()).filter(|(_, f)| **f) {
+            let z = self.zones.zones();
+            for k in 1..4 {
+                merges += u32::from(z.union(c.verts[0], c.verts[k]));
             }
         }
         (hits, merges)
+    }
+
+    /// One detection pass from x^n to the end positions `x1`: the swept candidates, and per
+    /// candidate whether CCD finds a collision. Returns the number of collisions.
+    fn detect_collisions(
+        &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        found: &mut ArenaVec<'_, bool>,
+        settings: &CollisionSettings,
+        eta_c: f64,
+        stats: &mut CollisionStats,
+    ) -> u32 {
+        self.find_candidates(candidates, settings, Reach::Swept, &[], stats);
+        // Detection reads x^n and x1 only: parallel.
+        let (x0, x1) = (&self.x0, &self.x1);
+        stats.pool_grew |= detect_parallel(candidates, found, |c| {
+            let start = c.verts.map(|i| x0[i as usize]);
+            let end = c.verts.map(|i| x1[i as usize]);
+            swept_near(c.kind, &start, &end, eta_c)
+                && ccd(
+                    c.kind,
+                    start.map(Vec3::as_dvec3),
+                    end.map(Vec3::as_dvec3),
+                    eta_c,
+                )
+                .is_some()
+        });
+        found.iter().filter(|f| **f).count() as u32
+    }
+
+    /// The last resort (module doc, *a bounded stage*), after a detection pass whose collisions
+    /// are merged into the zones: every cloth vertex joins one zone, and every obstacle body that
+    /// a collision touches joins it whole ([`LastResort::join_hit_bodies`]); the zone moves
+    /// rigidly, following the best-fit motion of its kinematic vertices when it has any. At most
+    /// [`LAST_RESORT_PASSES`] detection passes check the move, each joining the bodies its
+    /// collisions touch. When collisions are left, the free vertices stop if nothing kinematic
+    /// moves; otherwise they follow the bodies nearest them ([`LastResort::follow_nearest`]) and
+    /// one more pass counts what is left ([`CollisionStats::last_resort_hits`]).
+    fn last_resort(
+        &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        found: &mut ArenaVec<'_, bool>,
+        settings: &CollisionSettings,
+        h: f32,
+        eta_c: f64,
+        stats: &mut CollisionStats,
+    ) {
+        stats.last_resort = true;
+        let n = self.n;
+        let zones = self.zones.zones();
+        for i in 1..n as u32 {
+            zones.union(0, i);
+        }
+        self.last.begin();
+        fn hit<'c>((c, f): (&'c Candidate, &bool)) -> Option<&'c [u32; 4]> {
+            f.then_some(&c.verts)
+        }
+        self.last
+            .join_hit_bodies(candidates.iter().zip(found.iter()).filter_map(hit), zones);
+        for _ in 0..LAST_RESORT_PASSES {
+            let zs =
+                self.zones
+                    .apply_rigid_motion(h, &self.x0, &mut self.v, &self.mass, &self.inv_mass);
+            stats.impact_zones = zs.zones;
+            stats.largest_zone = zs.largest;
+            let (hits, _) = self.merge_colliding(candidates, found, settings, h, eta_c, stats);
+            if hits == 0 {
+                return;
+            }
+            let joined = self.last.join_hit_bodies(
+                candidates.iter().zip(found.iter()).filter_map(hit),
+                self.zones.zones(),
+            );
+            if joined == 0 {
+                break;
+            }
+        }
+        let moving = self
+            .v
+            .iter()
+            .zip(&self.inv_mass)
+            .any(|(w, &im)| im <= 0.0 && *w != Vec3::ZERO);
+        if !moving {
+            // No rigid move of the zone clears these hits and nothing kinematic moves. The one
+            // move that keeps a clean x^n clean exactly is none: the free vertices keep x^n
+            // (zero velocity, `x^n + h · 0` is exact). Found by the drape-33 soak
+            // (`tests/soak.rs`): a crossing left at frame 5,117 when the zone's own move was kept.
+            for (w, &im) in self.v[..n].iter_mut().zip(&self.inv_mass[..n]) {
+                if im > 0.0 {
+                    *w = Vec3::ZERO;
+                }
+            }
+            stats.last_resort_stopped = true;
+            return;
+        }
+        // Bodies that move differently: the cloth gives way, each free vertex following the
+        // body nearest it; one more pass counts what is left.
+        stats.last_resort_gave_way = true;
+        self.last.follow_nearest(
+            candidates.iter().map(|c| &c.verts),
+            h,
+            &self.x0,
+            &mut self.v,
+            &self.inv_mass,
+        );
+        self.update_end_positions(h);
+        stats.last_resort_hits = self.detect_collisions(candidates, found, settings, eta_c, stats);
     }
 
     fn update_end_positions(&mut self, h: f32) {
@@ -1276,6 +1391,10 @@ impl ClothCollision {
         }
     }
 }
+
+/// Detection passes the last resort may run to check its move, each joining the obstacle
+/// bodies its collisions touch (`ClothCollision::last_resort`).
+const LAST_RESORT_PASSES: u32 = 3;
 
 /// Candidates per parallel detection task (fixed, so the work split does not
 /// depend on the thread count; each flag depends on its candidate alone).
@@ -1905,6 +2024,91 @@ mod tests {
             "a vertex ends {:.2} mm below the floor",
             -1e3 * lowest
         );
+    }
+
+    /// The last resort against bodies that move differently: two resting floors 0.6 m apart
+    /// with patches A and C falling into them at 2 m/s, and between them a ceiling coming down
+    /// at 2 m/s onto patch B, which rises into it at 2 m/s. With no rounds, the first detection
+    /// pass takes the last resort; the cloth and the three bodies form one zone, whose best fit
+    /// (no rigid motion rests at both ends and goes down in the middle) carries A and C into
+    /// their floors. No new body is left to join, so the cloth gives way: A and C follow their
+    /// floors (they stop) and B the ceiling, and the check finds nothing left.
+    #[test]
+    fn last_resort_gives_way_between_bodies_that_move_differently() {
+        let shift = |(x, t): (Vec<Vec3>, Vec<[u32; 3]>), dx: f32| {
+            (
+                x.iter()
+                    .map(|p| *p + Vec3::new(dx, 0.0, 0.0))
+                    .collect::<Vec<_>>(),
+                t,
+            )
+        };
+        let join = |parts: &[&(Vec<Vec3>, Vec<[u32; 3]>)]| {
+            let (mut x, mut t) = (Vec::new(), Vec::new());
+            for (px, pt) in parts {
+                let base = x.len() as u32;
+                x.extend_from_slice(px);
+                t.extend(pt.iter().map(|tri| tri.map(|i| i + base)));
+            }
+            (x, t)
+        };
+        let a = shift(sheet(4, 0.1, 0.005), -0.3);
+        let b = shift(sheet(4, 0.1, 0.02), 0.0);
+        let c = shift(sheet(4, 0.1, 0.005), 0.3);
+        let (x, tris) = join(&[&a, &b, &c]);
+        let falling = Vec3::new(0.0, -2.0, 0.0);
+        let mut v = vec![falling; x.len()];
+        v[a.0.len()..a.0.len() + b.0.len()].fill(-falling);
+        let left = shift(sheet(3, 0.3, 0.0), -0.3);
+        let right = shift(sheet(3, 0.3, 0.0), 0.3);
+        let ceiling = sheet(3, 0.2, 0.03);
+        let (soup, soup_tris) = join(&[&left, &ceiling, &right]);
+        let h = 0.01;
+        let ceiling_range = left.0.len()..left.0.len() + ceiling.0.len();
+        let soup_end: Vec<Vec3> = soup
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                if ceiling_range.contains(&k) {
+                    *p + h * falling
+                } else {
+                    *p
+                }
+            })
+            .collect();
+        let edges = unique_edges(&tris);
+        let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+        cc.set_obstacles(&soup_tris, &soup);
+        let settings = CollisionSettings {
+            ccd_rounds: 0,
+            max_zone_rounds: 0,
+            ..CollisionSettings::default()
+        };
+        let mass = vec![0.01f32; x.len()];
+        let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+        let obstacles = ObstacleMeshes {
+            x0: &soup,
+            x1: &soup_end,
+            friction: &[],
+            analytic: &[],
+            colliders: &[],
+            collider_vertices: &[],
+            s0: 0.0,
+            s1: 1.0,
+        };
+        let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+        assert!(stats.last_resort && stats.last_resort_gave_way, "{stats:?}");
+        assert!(!stats.last_resort_stopped, "{stats:?}");
+        assert_eq!(stats.last_resort_hits, 0, "{stats:?}");
+        let in_b = a.0.len()..a.0.len() + b.0.len();
+        for (i, w) in v.iter().enumerate() {
+            let want = if in_b.contains(&i) {
+                falling
+            } else {
+                Vec3::ZERO
+            };
+            assert!((*w - want).length() < 1e-4, "vertex {i}: {w}");
+        }
     }
 
     /// A last resort that cannot clear its hits stops the cloth (`last_resort_stopped`): two

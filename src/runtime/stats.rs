@@ -48,8 +48,15 @@ pub struct FrameStats {
     pub impact_zones: u32,
     /// Vertices in the largest impact zone of the frame.
     pub largest_zone: u32,
-    /// Substeps whose fail-safe took its last resort (one rigid cloth).
+    /// Substeps whose collision stage took its last resort (`collide::last_resort`).
     pub last_resorts: u32,
+    /// Substeps whose CCD or zone rounds the deadline stopped before their caps.
+    pub rounds_cut: u32,
+    /// Collisions the last resorts' final checks still found (summed over substeps).
+    pub last_resort_hits: u32,
+    /// Substeps whose last resort found bodies moving differently, so that the cloth gave way
+    /// (each free vertex following the body nearest it).
+    pub last_resorts_gave_way: u32,
     /// Pool overflows: substeps in which a collision pool had to grow, plus
     /// cloths whose frame arena took a new chunk this frame, plus isometric
     /// contact-pool growths. Each is an allocation in a step; after it the pool
@@ -106,6 +113,9 @@ impl FrameStats {
         self.impact_zones = self.impact_zones.max(c.impact_zones);
         self.largest_zone = self.largest_zone.max(c.largest_zone);
         self.last_resorts += u32::from(c.last_resort);
+        self.rounds_cut += u32::from(c.rounds_cut);
+        self.last_resort_hits += c.last_resort_hits;
+        self.last_resorts_gave_way += u32::from(c.last_resort_gave_way);
         self.pool_overflows += u32::from(c.pool_grew);
         self.arena_bytes = self.arena_bytes.max(c.arena_bytes as u64);
         self.collide_ms.add(&c.times);
@@ -137,6 +147,9 @@ impl FrameStats {
         self.impact_zones = self.impact_zones.max(o.impact_zones);
         self.largest_zone = self.largest_zone.max(o.largest_zone);
         self.last_resorts += o.last_resorts;
+        self.rounds_cut += o.rounds_cut;
+        self.last_resort_hits += o.last_resort_hits;
+        self.last_resorts_gave_way += o.last_resorts_gave_way;
         self.pool_overflows += o.pool_overflows;
         self.arena_bytes += o.arena_bytes;
         self.newton_iterations += o.newton_iterations;

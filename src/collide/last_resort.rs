@@ -1,0 +1,366 @@
+//! The last resort of the collision stage, for what its bounded rounds leave: the cloth's
+//! obstacle *bodies* and the move that makes free cloth vertices follow the bodies nearest them.
+//!
+//! The stage (`resolve.rs`, *a bounded stage*) first makes the whole cloth one impact zone and
+//! joins to it, whole, every body that a collision touches ([`LastResort::join_hit_bodies`]):
+//! the zone then follows the best-fit rigid motion of its kinematic vertices (`impact_zones`),
+//! which is exactly the motion of a body that moves rigidly, so a cloth carried by one body (or
+//! by several that move together) ends as clean as it started. When the check of that move
+//! still finds collisions and no new body to join, either nothing kinematic moves — the stage
+//! then stops the free vertices, exact against everything at rest — or bodies move differently
+//! (cloth hung on two pegs on separate tracks, pinched between two boxes). No rigid motion of
+//! the cloth clears the second case, so the cloth gives way:
+//! [`LastResort::follow_nearest`] gives every free cloth vertex the rigid motion of the body
+//! nearest it.
+//!
+//! # Following the nearest body
+//!
+//! 1. **Seeds.** Every candidate stencil of the stage's last detection pass (a pair whose
+//!    swept boxes overlap) that holds obstacle vertices seeds each of its free cloth vertices
+//!    with that stencil's body, at the vertex's distance at `x^n` to the stencil's obstacle
+//!    feature (triangle, edge or vertex). A vertex keeps its nearest seed (ties to the earlier
+//!    stencil, in the list's fixed order).
+//! 2. **Spread.** A breadth-first search over the cloth's edges from the seeds, in seed order
+//!    (vertex index order), gives every free vertex it reaches the body of the seed fewest
+//!    edges away. Where the searches of two bodies meet, the edges across stretch: the cloth
+//!    gives way there rather than being carried through either body.
+//! 3. **Motion.** A labelled free vertex takes its body's secant velocity at its position
+//!    (`impact_zones::kinematic_motion`: exact for a body that moves rigidly); a free vertex
+//!    no search reaches keeps the zone's motion; kinematic vertices keep theirs.
+//!
+//! A stencil whose cloth vertices follow the body it holds moves rigidly with that body and
+//! cannot collide (an affine map with positive determinant keeps disjoint features disjoint).
+//! What is not guaranteed: stencils across the line where two searches meet, and a vertex
+//! pinched closer than the CCD tolerance between two bodies that close on each other — no move
+//! of the cloth clears that. The stage counts what its final check still finds
+//! (`CollisionStats::last_resort_hits`).
+//!
+//! # Cost
+//!
+//! Linear: the bodies' vertices (one fit per body seeded), the candidate stencils (seeds), the
+//! cloth's vertices and edges (search, velocities). Every buffer is sized when the cloth and its
+//! obstacles are set; nothing allocates in a step.
+#![deny(unsafe_code)]
+
+use glam::{DVec3, Vec3};
+
+use super::impact_zones::{StepMotion, ZoneSet, is_kinematic, kinematic_motion};
+use super::proximity::{closest_point_segment, closest_point_triangle};
+
+/// No body.
+const NONE: u32 = u32::MAX;
+
+/// What [`LastResort::follow_nearest`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowReport {
+    /// Bodies that some free vertex follows.
+    pub bodies: u32,
+    /// Free cloth vertices given a body's motion.
+    pub following: u32,
+}
+
+/// The obstacle bodies of one cloth's collision stage and the last resort's workspace, sized
+/// when the cloth and its obstacles are set.
+#[derive(Clone, Debug)]
+pub struct LastResort {
+    /// Cloth vertices (the shared vertex space's first `n`).
+    n: usize,
+    /// Per cloth vertex its neighbours over the cloth's edges:
+    /// `adjacency[adjacency_start[i]..adjacency_start[i + 1]]`.
+    adjacency_start: Vec<u32>,
+    adjacency: Vec<u32>,
+    /// Per obstacle vertex its body (a connected part of the obstacle edges).
+    body_of: Vec<u32>,
+    /// Each body's vertices (shared-space indices): `body_vertices[body_start[b]..body_start[b + 1]]`.
+    body_start: Vec<u32>,
+    body_vertices: Vec<u32>,
+    /// Per body: joined to the last resort's zone in this substep.
+    joined: Vec<bool>,
+    /// Per body: its motion over the substep, once computed in this call (`motion_ready`).
+    motion: Vec<StepMotion>,
+    motion_ready: Vec<bool>,
+    /// Per cloth vertex: the body it follows ([`NONE`]: none) and its seed distance.
+    label: Vec<u32>,
+    distance: Vec<f64>,
+    /// Breadth-first queue (each cloth vertex enters it at most once per call).
+    queue: Vec<u32>,
+}
+
+impl LastResort {
+    /// The workspace of a cloth with `num_vertices` vertices and unique `edges`, no obstacles.
+    #[must_use]
+    pub fn new(num_vertices: usize, edges: &[[u32; 2]]) -> Self {
+        let mut adjacency_start = vec![0u32; num_vertices + 1];
+        for e in edges {
+            adjacency_start[e[0] as usize + 1] += 1;
+            adjacency_start[e[1] as usize + 1] += 1;
+        }
+        for i in 0..num_vertices {
+            adjacency_start[i + 1] += adjacency_start[i];
+        }
+        let mut cursor = adjacency_start.clone();
+        let mut adjacency = vec![0u32; 2 * edges.len()];
+        for e in edges {
+            for (a, b) in [(e[0], e[1]), (e[1], e[0])] {
+                adjacency[cursor[a as usize] as usize] = b;
+                cursor[a as usize] += 1;
+            }
+        }
+        let mut me = Self {
+            n: num_vertices,
+            adjacency_start,
+            adjacency,
+            body_of: Vec::new(),
+            body_start: vec![0],
+            body_vertices: Vec::new(),
+            joined: Vec::new(),
+            motion: Vec::new(),
+            motion_ready: Vec::new(),
+            label: vec![NONE; num_vertices],
+            distance: vec![f64::INFINITY; num_vertices],
+            queue: Vec::with_capacity(num_vertices),
+        };
+        me.set_obstacles(0, &[]);
+        me
+    }
+
+    /// Groups the `m` obstacle vertices (shared-space indices `n..n + m`) into bodies: the
+    /// connected parts of the obstacle soup's `edges` (soup indices). Called when the obstacles
+    /// change, never in a step; it allocates.
+    pub fn set_obstacles(&mut self, m: usize, edges: &[[u32; 2]]) {
+        let mut parts = ZoneSet::new(m);
+        for e in edges {
+            parts.union(e[0], e[1]);
+        }
+        let mut body_of_root = vec![NONE; m];
+        self.body_of = vec![0; m];
+        let mut bodies = 0u32;
+        for k in 0..m {
+            let root = parts.find(k as u32) as usize;
+            if body_of_root[root] == NONE {
+                body_of_root[root] = bodies;
+                bodies += 1;
+            }
+            self.body_of[k] = body_of_root[root];
+        }
+        let bodies = bodies as usize;
+        self.body_start = vec![0; bodies + 1];
+        for &b in &self.body_of {
+            self.body_start[b as usize + 1] += 1;
+        }
+        for b in 0..bodies {
+            self.body_start[b + 1] += self.body_start[b];
+        }
+        let mut cursor = self.body_start.clone();
+        self.body_vertices = vec![0; m];
+        for (k, &b) in self.body_of.iter().enumerate() {
+            self.body_vertices[cursor[b as usize] as usize] = (self.n + k) as u32;
+            cursor[b as usize] += 1;
+        }
+        self.joined = vec![false; bodies];
+        self.motion = vec![StepMotion::Rest; bodies];
+        self.motion_ready = vec![false; bodies];
+    }
+
+    /// Number of obstacle bodies.
+    #[must_use]
+    pub fn bodies(&self) -> usize {
+        self.joined.len()
+    }
+
+    /// Starts a last resort: no body joined yet.
+    pub fn begin(&mut self) {
+        self.joined.fill(false);
+    }
+
+    /// Joins to the zone of cloth vertex 0 in `zones`, whole, every body with a vertex in one of
+    /// the `stencils` that has not joined yet in this substep. Returns the bodies joined.
+    pub fn join_hit_bodies<'a>(
+        &mut self,
+        stencils: impl Iterator<Item = &'a [u32; 4]>,
+        zones: &mut ZoneSet,
+    ) -> u32 {
+        let n = self.n as u32;
+        let mut joined = 0;
+        for verts in stencils {
+            for &k in verts.iter().filter(|&&k| k >= n) {
+                let body = self.body_of[(k - n) as usize] as usize;
+                if self.joined[body] {
+                    continue;
+                }
+                self.joined[body] = true;
+                joined += 1;
+                let members = self.body_start[body] as usize..self.body_start[body + 1] as usize;
+                for &i in &self.body_vertices[members] {
+                    zones.union(0, i);
+                }
+            }
+        }
+        joined
+    }
+
+    /// Gives every free cloth vertex the rigid motion of the body nearest it (module doc) and
+    /// writes its velocity into `v`. `stencils` are the candidate stencils of the last detection
+    /// pass, `x` the shared space's positions at `x^n`, `v` its velocities (kinematic ones are
+    /// read, free cloth ones written), `h` the substep.
+    pub fn follow_nearest<'a>(
+        &mut self,
+        stencils: impl Iterator<Item = &'a [u32; 4]>,
+        h: f32,
+        x: &[Vec3],
+        v: &mut [Vec3],
+        inv_mass: &[f32],
+    ) -> FollowReport {
+        let n = self.n;
+        let h = f64::from(h);
+        self.label.fill(NONE);
+        self.distance.fill(f64::INFINITY);
+        self.motion_ready.fill(false);
+        let free = |i: u32| (i as usize) < n && !is_kinematic(inv_mass[i as usize]);
+        // 1. Seeds: the nearest body feature over the candidate stencils.
+        for verts in stencils {
+            let obstacle: smallvec::SmallVec<[DVec3; 3]> = verts
+                .iter()
+                .filter(|&&k| k as usize >= n)
+                .map(|&k| x[k as usize].as_dvec3())
+                .collect();
+            let Some(&first) = verts.iter().find(|&&k| k as usize >= n) else {
+                continue;
+            };
+            let body = self.body_of[first as usize - n];
+            for &i in verts.iter().filter(|&&i| free(i)) {
+                let p = x[i as usize].as_dvec3();
+                let d = match obstacle.as_slice() {
+                    [a] => p.distance(*a),
+                    [a, b] => closest_point_segment(p, [*a, *b]).0.distance(p),
+                    [a, b, c] => closest_point_triangle(p, [*a, *b, *c]).0.distance(p),
+                    _ => continue,
+                };
+                let i = i as usize;
+                if d < self.distance[i] {
+                    self.distance[i] = d;
+                    self.label[i] = body;
+                }
+            }
+        }
+        // 2. Spread: breadth-first over the cloth's edges from the seeds, in vertex order.
+        self.queue.clear();
+        self.queue
+            .extend((0..n as u32).filter(|&i| self.label[i as usize] != NONE));
+        let mut head = 0;
+        while head < self.queue.len() {
+            let i = self.queue[head] as usize;
+            head += 1;
+            let body = self.label[i];
+            let around = self.adjacency_start[i] as usize..self.adjacency_start[i + 1] as usize;
+            for k in around {
+                let j = self.adjacency[k];
+                if free(j) && self.label[j as usize] == NONE {
+                    self.label[j as usize] = body;
+                    self.queue.push(j);
+                }
+            }
+        }
+        // 3. Motion: each labelled free vertex takes its body's secant velocity.
+        let mut report = FollowReport::default();
+        for i in 0..n {
+            let body = self.label[i];
+            if body == NONE || !free(i as u32) {
+                continue;
+            }
+            let b = body as usize;
+            if !self.motion_ready[b] {
+                let members = self.body_start[b] as usize..self.body_start[b + 1] as usize;
+                self.motion[b] = kinematic_motion(&self.body_vertices[members], h, x, v, inv_mass)
+                    .unwrap_or(StepMotion::Rest);
+                self.motion_ready[b] = true;
+                report.bodies += 1;
+            }
+            v[i] = self.motion[b].velocity_at(x[i], h);
+            report.following += 1;
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two separate obstacle triangles are two bodies; joining one joins all its vertices.
+    #[test]
+    fn bodies_are_the_connected_parts_of_the_obstacles() {
+        let mut lr = LastResort::new(2, &[[0, 1]]);
+        // Obstacle soup: triangles (0,1,2) and (3,4,5).
+        lr.set_obstacles(6, &[[0, 1], [1, 2], [0, 2], [3, 4], [4, 5], [3, 5]]);
+        assert_eq!(lr.bodies(), 2);
+        let mut zones = ZoneSet::new(8);
+        lr.begin();
+        let stencil = [1, 2 + 3, 2 + 4, 2 + 5];
+        assert_eq!(lr.join_hit_bodies([stencil].iter(), &mut zones), 1);
+        assert_eq!(lr.join_hit_bodies([stencil].iter(), &mut zones), 0);
+        for k in 5..8 {
+            assert!(zones.same_zone(0, k));
+        }
+        for k in 2..5 {
+            assert!(!zones.same_zone(0, k));
+        }
+    }
+
+    /// A strip of cloth between two bodies that move apart: each end follows the body it is
+    /// near exactly (the body's own velocity, here a translation), the middle splits between
+    /// them by edge distance, and a kinematic cloth vertex keeps its velocity.
+    #[test]
+    fn free_vertices_follow_the_nearest_body() {
+        // Cloth: a chain 0-1-2-3-4 along x at y = 0; vertex 2 is pinned.
+        let edges = [[0, 1], [1, 2], [2, 3], [3, 4]];
+        let mut lr = LastResort::new(5, &edges);
+        // Bodies: triangle A (5,6,7) near vertex 0, triangle B (8,9,10) near vertex 4.
+        lr.set_obstacles(6, &[[0, 1], [1, 2], [0, 2], [3, 4], [4, 5], [3, 5]]);
+        let mut x: Vec<Vec3> = (0..5).map(|i| Vec3::new(i as f32, 0.0, 0.0)).collect();
+        let a = [
+            Vec3::new(-0.5, 0.01, -0.5),
+            Vec3::new(0.5, 0.01, -0.5),
+            Vec3::new(0.0, 0.01, 0.5),
+        ];
+        let b = a.map(|p| p + Vec3::new(4.0, 0.0, 0.0));
+        x.extend(a);
+        x.extend(b);
+        let va = Vec3::new(0.0, 1.0, 0.0);
+        let vb = Vec3::new(0.0, -2.0, 0.0);
+        let mut v = vec![Vec3::new(9.0, 9.0, 9.0); 5];
+        v.extend([va; 3]);
+        v.extend([vb; 3]);
+        let mut inv_mass = vec![1.0f32; 5];
+        inv_mass[2] = 0.0;
+        inv_mass.extend([0.0; 6]);
+        let stencils = [[0, 5, 6, 7], [4, 8, 9, 10]];
+        let report = lr.follow_nearest(stencils.iter(), 0.01, &x, &mut v, &inv_mass);
+        assert_eq!(report.bodies, 2);
+        // Vertex 2 is pinned: the search stops there, vertices 1 and 3 follow their ends.
+        assert_eq!(report.following, 4);
+        for (i, want) in [(0, va), (1, va), (3, vb), (4, vb)] {
+            assert!((v[i] - want).length() < 1e-5, "vertex {i}: {}", v[i]);
+        }
+        assert_eq!(v[2], Vec3::new(9.0, 9.0, 9.0));
+    }
+
+    /// A vertex in stencils with two bodies follows the nearer one.
+    #[test]
+    fn a_vertex_between_two_bodies_follows_the_nearer() {
+        let mut lr = LastResort::new(1, &[]);
+        lr.set_obstacles(2, &[]);
+        let x = vec![
+            Vec3::ZERO,
+            Vec3::new(0.0, 0.3, 0.0),
+            Vec3::new(0.0, -0.1, 0.0),
+        ];
+        let mut v = vec![Vec3::ZERO, Vec3::X, Vec3::Y];
+        let inv_mass = [1.0, 0.0, 0.0];
+        let stencils = [[0, 1, NONE, NONE], [0, 2, NONE, NONE]];
+        // Stencils of one obstacle vertex each (a vertex–vertex distance).
+        let stencils = stencils.map(|s| [s[0], s[1], s[1], s[1]]);
+        lr.follow_nearest(stencils.iter(), 0.01, &x, &mut v, &inv_mass);
+        assert!((v[0] - Vec3::Y).length() < 1e-6, "{}", v[0]);
+    }
+}
