@@ -55,6 +55,17 @@ pub enum TrackError {
         /// The previous keyframe's time (s).
         previous: f64,
     },
+    /// A position beyond the coordinate range, or the motion from the previous keyframe
+    /// beyond the speed ranges (`crate::limits`).
+    #[error("keyframe {index}: {what} {message}")]
+    OutOfRange {
+        /// Index of the keyframe.
+        index: usize,
+        /// `position` or `rotation_deg` (the scene keys).
+        what: &'static str,
+        /// The value and the range.
+        message: String,
+    },
     /// The body to animate does not exist.
     #[error("no {what} {index} to animate (the world has {count})")]
     NoBody {
@@ -75,7 +86,9 @@ pub struct Track {
 
 impl Track {
     /// A track through `keys`, whose times must strictly increase. Rotations
-    /// are normalised; a zero quaternion counts as not finite.
+    /// are normalised; a zero quaternion counts as not finite. Positions must lie
+    /// within the coordinate range and the motion between consecutive keyframes
+    /// within the linear and angular speed ranges (`crate::limits`).
     ///
     /// # Errors
     /// [`TrackError`] says which keyframe is wrong and why.
@@ -101,6 +114,29 @@ impl Track {
                     previous: pair[0].time,
                 });
             }
+        }
+        for (index, k) in keys.iter().enumerate() {
+            crate::limits::check_point("position", k.pose.translation).map_err(|e| {
+                TrackError::OutOfRange {
+                    index,
+                    what: "position",
+                    message: e.message,
+                }
+            })?;
+        }
+        for (index, pair) in keys.windows(2).enumerate() {
+            let span = (pair[1].time - pair[0].time) as f32;
+            let (a, b) = (pair[0].pose, pair[1].pose);
+            let speed = (b.translation - a.translation) / span;
+            let turn = Vec3::X * a.rotation.angle_between(b.rotation) / span;
+            let out_of_range = |what, e: crate::limits::RangeError| TrackError::OutOfRange {
+                index: index + 1,
+                what,
+                message: format!("reached from keyframe {index} in {span} s: {}", e.message),
+            };
+            crate::limits::check_speed("speed", speed).map_err(|e| out_of_range("position", e))?;
+            crate::limits::check_angular_speed("angular speed", turn)
+                .map_err(|e| out_of_range("rotation_deg", e))?;
         }
         Ok(Self { keys })
     }
@@ -178,6 +214,51 @@ mod tests {
             time,
             pose: pose_from_euler_deg([x, 0.0, 0.0], [0.0, yaw_deg, 0.0]),
         }
+    }
+
+    /// A keyframe beyond the coordinate range, or reached too fast, is refused with its index.
+    #[test]
+    fn keyframes_out_of_range_are_refused() {
+        let far = Track::new(vec![key(0.0, 0.0, 0.0), key(1.0, 2e4, 0.0)]);
+        assert!(
+            matches!(
+                far,
+                Err(TrackError::OutOfRange {
+                    index: 1,
+                    what: "position",
+                    ..
+                })
+            ),
+            "{far:?}"
+        );
+        // 101 m in one second, and 180° in a millisecond (3,142 rad/s).
+        let fast = Track::new(vec![key(0.0, 0.0, 0.0), key(1.0, 101.0, 0.0)]);
+        assert!(
+            matches!(
+                fast,
+                Err(TrackError::OutOfRange {
+                    index: 1,
+                    what: "position",
+                    ..
+                })
+            ),
+            "{fast:?}"
+        );
+        let spin = Track::new(vec![key(0.0, 0.0, 0.0), key(1e-3, 0.0, 180.0)]);
+        assert!(
+            matches!(
+                spin,
+                Err(TrackError::OutOfRange {
+                    index: 1,
+                    what: "rotation_deg",
+                    ..
+                })
+            ),
+            "{spin:?}"
+        );
+        // Just within: 99 m/s and 180° in 0.02 s (157 rad/s).
+        assert!(Track::new(vec![key(0.0, 0.0, 0.0), key(1.0, 99.0, 0.0)]).is_ok());
+        assert!(Track::new(vec![key(0.0, 0.0, 0.0), key(0.02, 0.0, 180.0)]).is_ok());
     }
 
     fn close(a: &Pose, b: &Pose, tol: f32) -> bool {

@@ -625,32 +625,6 @@ fn track_of(keys: &[KeyframeSection]) -> Result<Option<Track>, (String, String)>
     if keys.is_empty() {
         return Ok(None);
     }
-    for (i, k) in keys.iter().enumerate() {
-        crate::limits::check_point("position", Vec3::from_array(k.position))
-            .map_err(|e| (format!("keyframes[{i}].position"), e.message))?;
-    }
-    // The motion between consecutive keyframes, within the speed ranges (times and rotations
-    // are checked by `Track::new` below).
-    for (i, w) in keys.windows(2).enumerate() {
-        let span = w[1].time - w[0].time;
-        if !(span.is_finite() && span > 0.0) {
-            continue;
-        }
-        let (a, b) = (
-            pose_from_euler_deg(w[0].position, w[0].rotation_deg),
-            pose_from_euler_deg(w[1].position, w[1].rotation_deg),
-        );
-        let v = (b.translation - a.translation) / span as f32;
-        let omega = a.rotation.angle_between(b.rotation) / span as f32;
-        crate::limits::check_speed("position", v)
-            .and_then(|()| crate::limits::check_angular_speed("rotation_deg", Vec3::X * omega))
-            .map_err(|e| {
-                (
-                    format!("keyframes[{}].{}", i + 1, e.what),
-                    format!("reached from keyframes[{i}] in {span} s: {}", e.message),
-                )
-            })?;
-    }
     let frames = keys
         .iter()
         .map(|k| Keyframe {
@@ -660,6 +634,11 @@ fn track_of(keys: &[KeyframeSection]) -> Result<Option<Track>, (String, String)>
         .collect();
     match Track::new(frames) {
         Ok(t) => Ok(Some(t)),
+        Err(TrackError::OutOfRange {
+            index,
+            what,
+            message,
+        }) => Err((format!("keyframes[{index}].{what}"), message)),
         Err(e @ (TrackError::NotFinite { index } | TrackError::NotIncreasing { index, .. })) => {
             Err((format!("keyframes[{index}]"), e.to_string()))
         }
