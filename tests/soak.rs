@@ -10,7 +10,7 @@
 //! allocate is named in the failure with its `pool_overflows` (so an overflowing pool, which is
 //! reported, can be told from an unreported allocation).
 //!
-//! Run time (2 threads, a 2-core machine shared with other jobs): see [`baraff_witkin`].
+//! Run time: see [`baraff_witkin`].
 
 mod support;
 
@@ -135,51 +135,11 @@ fn assert_soak(what: &str, frames: u32, s: &Soak) {
 /// soak of free fall far from the origin (f32 spacing approaching the 4 mm thickness) tests
 /// nothing a game would run.
 ///
-/// STATUS: measured at 048653e, it failed at frame 4,500 (631.8 s into the run): the checker
-/// found the 8 cloth triangles around vertex 830 (1544–1547, 1608–1611) crossing triangle 5390,
-/// i.e. triangle 270 of the floor plane's tessellation (the sphere's icosphere is triangles
-/// 0–5119), after the sheet slid off the ball onto the floor. Cause, per ba45116 (which
-/// diagnosed frame 4,354 and fixed it): the fail-safe's last resort put all 1,089 cloth vertices
-/// in one rigid zone and stopped after one rigid move, so the zone's downward momentum carried a
-/// resting vertex 58 µm through the floor mesh; the loop now goes on until the zone has merged
-/// the obstacle vertices it hits (Bridson 2002 §3.10 step 4). `tests/issue_5_last_resort_on_floor.rs`
-/// reproduces that mechanism in under a second (fails with ba45116's loop reverted).
-/// At 270d1b7 the checker run at *every* frame 4,000–4,600 is clean. The trajectory has changed
-/// since 048653e: with ba45116's loop reverted it takes the last resort at frames 3,792–3,795,
-/// 4,051 and 4,053 (261–514 zone rounds) yet is also clean at every frame 4,300–4,500, with the
-/// same lowest vertex at frames 4,000, 4,250 and 4,500 as 270d1b7. Frames on the floor cost
-/// 0.3–0.7 s each (4,600 frames in 784 s, 2 threads, load ≈ 3), so the whole run takes well
-/// over 20 minutes: ignored; CI runs [`baraff_witkin_first_1000_frames`].
-///
-/// STATUS at aea03b2 (2026-11-25): it FAILS at frame 5,500 (789 s, 2 threads, load ≈ 3–4): 3
-/// self pairs of neighbouring triangles, (295, 360), (295, 361), (358, 361). Checked at every
-/// frame from 5,001 (a scratch copy of this harness, same trajectory): the first dirty frame is
-/// 5,117, 4 self pairs (345, 532), (345, 533), (408, 532), (408, 533), with the cloth crumpled
-/// on the floor beside the ball. From frame ~5,100 every frame runs all 20 CCD rounds (about
-/// 2,200 hits), 8–11 impact zones of up to 180 vertices, and the max strain sits at 22.3 %
-/// (limit 4 %); frames 5,112 and 5,117 take the last resort. Instrumented (not committed): of
-/// the 63 last resorts up to frame 5,117, 17 leave the zone loop with CCD hits left and
-/// nothing to merge (the whole cloth is already one zone), and frame 5,117's first substep is
-/// one of them (2 hits; the second substep's last resort ends with none, yet the frame ends
-/// dirty). Most likely: the move of the whole cloth as one zone is affine with a positive
-/// determinant, so it keeps a clean state clean in real arithmetic, but it is rounded to f32 on
-/// a pile whose layers touch, and a crossing left at the end of a substep is invisible to the
-/// next substep's CCD (not yet confirmed pair by pair). Since then a last resort that still has
-/// hits stops the free vertices for that substep (`x^{n+1} = x^n`, exact in f32;
-/// `CollisionStats::last_resort_stopped`). With that change (scratch harness, checker at every
-/// frame from 3,001, stopped after 67 minutes at a frame not recorded) it found no dirty frame
-/// and stopped the cloth 8 times, but took the last resort about 2,100 times (63 up to frame
-/// 5,117 before): in the jammed pile it trades a crossing for slow frames. The full 10,000
-/// frames were re-run once since (this test as is, at 480cf43, whose physics e6b27a9 keeps bit
-/// for bit; 2 threads beside a CI run and other work, load 2–4): stopped unfinished after
-/// 124 minutes, against 789 s to frame 5,500 before the stop. Up to the frame it had reached
-/// (not recorded; the test prints nothing before it ends) no checker run and no finiteness
-/// check failed, since either would have ended the test. The likely cause of the jam (not
-/// instrumented here) is the one diagnosed on pile-33 (`samples/README.md`, known problem):
-/// collision velocity changes after the stiff implicit solve store elastic energy that strain
-/// limiting keeps at its bound. None of the 13
-/// Baraff–Witkin gallery scenes takes the last resort, so none changes. The jammed pile (22 %
-/// strain at rest, all CCD rounds every frame) remains the deeper problem.
+/// Once the sheet has slid off the ball onto the floor it crumples into a pile whose layers
+/// touch: frames there run every CCD round and take the collision stage's last resort now and
+/// then, which is what this soak exercises beyond the first 1,000 frames. Frames on the floor
+/// cost up to several tenths of a second on 2 threads, so the whole run takes well over 20
+/// minutes: ignored; CI runs [`baraff_witkin_first_1000_frames`].
 /// Run with `cargo test --release --test soak -- --ignored --nocapture baraff_witkin`.
 #[test]
 #[ignore = "10,000 frames take well over 20 minutes on 2 cores (see the doc comment)"]
@@ -204,12 +164,8 @@ fn baraff_witkin_first_1000_frames() {
 /// `[solver.isometric]` defaults; the 33 × 33 base grid is simulated 4:1 subdivided, 8192
 /// triangles), with the same harness.
 ///
-/// Ignored: it does not step at frame rate. Measured with `weft run` of this scene (no floor
-/// needed for the first frames), 2 threads on the shared 2-core machine at load ≈ 4, after the
-/// two-phase projection landed: free-fall frames 0.29–0.51 s each (1 Gauss–Newton iteration and
-/// 2–7 PCG iterations a step: the time is spent outside PCG, not yet profiled);
-/// the first contact frame (11) took 199 s: 46 Newton and 43,088 PCG iterations (about 940 per
-/// solve against the cap of 1,000). 10,000 frames would take days. Run with
+/// Ignored: it does not step at frame rate (contact frames take seconds to minutes), so
+/// 10,000 frames would take days. Run with
 /// `cargo test --release --test soak -- --ignored isometric`.
 #[test]
 #[ignore = "isometric drape-33 costs minutes a frame in contact (PCG); see the doc comment"]

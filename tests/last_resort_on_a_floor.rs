@@ -1,12 +1,10 @@
-//! The 10,000-frame drape-33 soak (`tests/soak.rs`): once the sheet had slid off the ball
-//! onto the floor, the fail-safe took its last resort (every cloth vertex in one rigid impact
-//! zone, Bridson 2002 §3.10) and that zone, carrying the momentum of the part still falling,
-//! moved a vertex resting on the floor through the floor's tessellation (8 cloth triangles around
-//! it crossing floor triangle 5390 at frame 4,500; the first bad frame was 4,354). The loop now
-//! goes on after the last resort until the zone has merged the obstacle vertices it hits and
-//! follows them (§3.10 step 4, `collide/resolve.rs`).
+//! The last resort of the collision stage on a floor: every cloth vertex in one rigid impact
+//! zone (Bridson 2002 §3.10), carrying the momentum of the part still falling, must not move a
+//! vertex resting on the floor through the floor's tessellation. The zone joins the floor it hits
+//! and follows it (`collide/resolve.rs`, *a bounded stage*). The geometry is that of drape-33
+//! with a floor once the sheet has slid off the ball (`tests/soak.rs`).
 //!
-//! This reproduces that geometry in a few seconds: a light sheet lying on an analytic floor plane
+//! A light sheet lying on an analytic floor plane
 //! (its 20 m tessellation, 1.25 m triangles, is what the collision stage sees) and a heavy sheet
 //! of the same cloth falling onto it. With no CCD rounds and a zone cap of 0 the first collision
 //! takes the last resort at once. Every frame is checked with the independent checker
