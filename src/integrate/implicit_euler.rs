@@ -290,6 +290,12 @@ impl ImplicitEuler {
         &self.tri_rest
     }
 
+    /// The system matrix A = M − hD − h²K of the last [`Self::assemble`] (zero before the first).
+    #[must_use]
+    pub fn matrix(&self) -> &BlockCsr {
+        &self.a
+    }
+
     /// Constraint impulses λ = (I − S)(A Δv − b) of the last step (N·s).
     #[must_use]
     pub fn constraint_impulses(&self) -> &[Vec3] {
