@@ -101,12 +101,18 @@ impl BlockCsr {
         // order as `acc += m * x_j` on `Vec3` (x column, then y, then z, then the sum), so the
         // bits are the same; the loads are 3 instead of 9.
         let blocks: &[[f32; 9]] = bytemuck::cast_slice(&self.values[range]);
+        let xs: &[f32] = bytemuck::cast_slice(x);
         let mut acc = Vec4::ZERO;
         for (b, &j) in blocks.iter().zip(cols) {
-            let xj = x[j as usize];
-            let mut mx = Vec4::from_slice(&b[0..4]) * xj.x;
-            mx += Vec4::from_slice(&b[3..7]) * xj.y;
-            mx += Vec4::from_slice(&b[5..9]).yzww() * xj.z;
+            let k = 3 * j as usize;
+            // x_j with one 4-lane load (lane 3 ignored) where a fourth float follows it.
+            let xj = match xs.get(k..k + 4) {
+                Some(four) => Vec4::from_slice(four),
+                None => x[j as usize].extend(0.0),
+            };
+            let mut mx = Vec4::from_slice(&b[0..4]) * xj.xxxx();
+            mx += Vec4::from_slice(&b[3..7]) * xj.yyyy();
+            mx += Vec4::from_slice(&b[5..9]).yzww() * xj.zzzz();
             acc += mx;
         }
         acc.truncate()
