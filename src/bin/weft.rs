@@ -80,9 +80,12 @@ enum Command {
         /// The scene file (TOML).
         scene: PathBuf,
     },
-    /// Run a scene and print per-stage timings (median, p95).
+    /// Run a scene and print per-stage timings (median, p95), CG iterations and
+    /// the SpMV's bandwidth beside a memcpy's; with `--compare` or
+    /// `--compare-threads`, run two configurations alternately and print both
+    /// medians and their ratio.
     Bench {
-        /// The scene file (TOML).
+        /// The scene file (TOML): configuration A.
         scene: PathBuf,
         /// Frames to run (default: the scene's).
         #[arg(long)]
@@ -90,6 +93,14 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Configuration B is this scene file: A and B step one frame each in
+        /// turn (A B A B …) in this process, each in its own thread pool.
+        #[arg(long, value_name = "SCENE")]
+        compare: Option<PathBuf>,
+        /// Configuration B runs at this many worker threads (the scene of
+        /// `--compare`, else A's scene), alternated with A as for `--compare`.
+        #[arg(long, value_name = "N")]
+        compare_threads: Option<usize>,
     },
     /// Run several scenes and report each one's frame times against its own
     /// `[budget] frame_ms`: worst, median, the worst as a multiple of the
@@ -167,7 +178,15 @@ fn main() -> ExitCode {
             scene,
             frames,
             threads,
-        } => with_threads(threads, || bench(&scene, frames)),
+            compare,
+            compare_threads,
+        } => {
+            if compare.is_some() || compare_threads.is_some() {
+                bench_compare(&scene, compare.as_deref(), threads, compare_threads, frames)
+            } else {
+                with_threads(threads, || bench(&scene, frames))
+            }
+        }
         Command::Stress {
             scenes,
             frames,
@@ -638,42 +657,214 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
         "{:<12} {:>10} {:>10} {:>8}",
         "stage", "median ms", "p95 ms", "budget%"
     );
-    for s in Stage::ALL {
-        let v: Vec<f64> = all.iter().map(|x| x.stage_ms.get(s)).collect();
+    for (label, v) in stage_columns(&all) {
         let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
         println!(
             "{:<12} {:>10.3} {:>10.3} {:>7.1}%",
-            s.column(),
+            label,
             med,
             p95,
             100.0 * med / budget
         );
+    }
+    let cg = cg_iterations(&all);
+    println!(
+        "{:<12} {:>10.0} {:>10.0}   (every solve of a frame)",
+        "cg iters",
+        percentile(&cg, 0.5),
+        percentile(&cg, 0.95),
+    );
+    if let Some(line) = spmv_against_memcpy(&world) {
+        println!("{line}");
+    }
+    println!("state_hash {:016x}", world.state_hash());
+    Ok(())
+}
+
+/// Every timed row of `weft bench` with its per-frame values (ms): the stages,
+/// the collide stage's sub-stages indented under it, and the whole frame.
+fn stage_columns(all: &[FrameStats]) -> Vec<(String, Vec<f64>)> {
+    let mut rows = Vec::new();
+    for s in Stage::ALL {
+        rows.push((
+            s.column().to_string(),
+            all.iter().map(|x| x.stage_ms.get(s)).collect(),
+        ));
         if s == Stage::Collide {
-            // The collide stage's sub-stages, indented under it.
             for (i, name) in CollideTimes::COLUMNS.iter().enumerate() {
-                let v: Vec<f64> = all.iter().map(|x| x.collide_ms.values()[i]).collect();
-                let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
                 let label = name.trim_start_matches("collide_").trim_end_matches("_ms");
-                println!(
-                    "  {:<10} {:>10.3} {:>10.3} {:>7.1}%",
-                    label,
-                    med,
-                    p95,
-                    100.0 * med / budget
-                );
+                rows.push((
+                    format!("  {label}"),
+                    all.iter().map(|x| x.collide_ms.values()[i]).collect(),
+                ));
             }
         }
     }
-    let v: Vec<f64> = all.iter().map(|x| x.frame_ms).collect();
-    let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
+    rows.push(("frame".into(), all.iter().map(|x| x.frame_ms).collect()));
+    rows
+}
+
+/// CG iterations of every frame (all solves of all substeps and cloths).
+fn cg_iterations(all: &[FrameStats]) -> Vec<f64> {
+    all.iter().map(|x| f64::from(x.cg_iterations)).collect()
+}
+
+/// One line comparing the SpMV `y = A x` on the first Baraff–Witkin cloth's
+/// last assembled matrix with a memcpy of the same number of bytes, timed
+/// alternately in this run and pool: each one's median GB/s and the ratio.
+/// `None` when no cloth has a matrix (no cloths, or only isometric ones).
+///
+/// The SpMV's bytes are those it must move at least: `values + cols + x + y`
+/// (36 + 4 bytes a block, 12 + 12 a row; row offsets left out), the memcpy's
+/// the same count read and the same count written.
+fn spmv_against_memcpy(world: &World) -> Option<String> {
+    let cloth = world.cloths().iter().find(|c| c.isometric().is_none())?;
+    let a = cloth.system().matrix();
+    let n = a.num_rows();
+    let bytes = a.pattern().num_blocks() * (36 + 4) + n * (12 + 12);
+    let x: Vec<Vec3> = (0..n)
+        .map(|i| Vec3::new(1.0, (i % 7) as f32, -0.5))
+        .collect();
+    let mut y = vec![Vec3::ZERO; n];
+    let src = vec![1u8; bytes];
+    let mut dst = vec![0u8; bytes];
+    // Enough products for about 10 MB each sample; 25 samples each, alternated.
+    let reps = (10_000_000 / bytes).clamp(1, 1000);
+    let mut run = || {
+        let mut spmv = Vec::new();
+        let mut copy = Vec::new();
+        for _ in 0..25 {
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                a.mul_vec(std::hint::black_box(&x), std::hint::black_box(&mut y));
+            }
+            spmv.push(t.elapsed().as_secs_f64() / reps as f64);
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                dst.copy_from_slice(std::hint::black_box(&src));
+                std::hint::black_box(&mut dst);
+            }
+            copy.push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+        (spmv, copy)
+    };
+    let (spmv, copy) = match world.thread_pool() {
+        Some(pool) => pool.install(run),
+        None => run(),
+    };
+    let gbs = |s: f64| bytes as f64 / s / 1e9;
+    let (s, c) = (gbs(percentile(&spmv, 0.5)), gbs(percentile(&copy, 0.5)));
+    Some(format!(
+        "spmv         {s:>7.2} GB/s  memcpy {c:.2} GB/s  ratio {:.2}   ({n} rows, {bytes} bytes a product)",
+        s / c
+    ))
+}
+
+/// One side of `weft bench --compare`: its scene, world and frames.
+struct BenchSide {
+    label: String,
+    scene: Scene,
+    world: World,
+    threads: usize,
+    frames: Vec<FrameStats>,
+}
+
+impl BenchSide {
+    fn new(path: &Path, threads: usize) -> Result<Self, Failure> {
+        let (scene, mut world) = load(path)?;
+        world
+            .set_threads(threads)
+            .map_err(|e| Failure::Simulation(format!("cannot start the thread pool: {e}")))?;
+        Ok(Self {
+            label: format!("{} ({}, {} threads)", scene.name, path.display(), threads),
+            scene,
+            world,
+            threads,
+            frames: Vec::new(),
+        })
+    }
+
+    fn step(&mut self) -> Result<(), Failure> {
+        let stats = self
+            .world
+            .step(self.scene.dt())
+            .map_err(|e| Failure::Simulation(format!("{}: {e}", self.label)))?;
+        self.frames.push(stats);
+        Ok(())
+    }
+}
+
+/// `weft bench A --compare B` / `--compare-threads N`: A and B step one frame
+/// each in turn (A B A B …), each world in its own pool, so that both see the
+/// same machine load; prints both medians and B/A per stage.
+fn bench_compare(
+    a_path: &Path,
+    b_path: Option<&Path>,
+    threads: Option<usize>,
+    b_threads: Option<usize>,
+    frames: Option<u32>,
+) -> Result<(), Failure> {
+    let all_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let a_threads = threads.unwrap_or(all_cores);
+    let b_threads = b_threads.unwrap_or(a_threads);
+    if a_threads == 0 || b_threads == 0 {
+        return Err(Failure::BadInput("--threads must be at least 1".into()));
+    }
+    let mut a = BenchSide::new(a_path, a_threads)?;
+    let mut b = BenchSide::new(b_path.unwrap_or(a_path), b_threads)?;
+    let frames = frames.unwrap_or(a.scene.frames);
+    let bar = progress(2 * frames);
+    for _ in 0..frames {
+        a.step()?;
+        bar.inc(1);
+        b.step()?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!("A: {}", a.label);
+    println!("B: {}", b.label);
+    println!("{frames} frames each, alternated A B A B in one process");
     println!(
-        "{:<12} {:>10.3} {:>10.3} {:>7.1}%",
-        "frame",
-        med,
-        p95,
-        100.0 * med / budget
+        "{:<12} {:>10} {:>10} {:>7}",
+        "stage", "A med ms", "B med ms", "B/A"
     );
-    println!("state_hash {:016x}", world.state_hash());
+    let ratio = |x: f64, y: f64| if x > 0.0 { y / x } else { f64::NAN };
+    for ((label, va), (_, vb)) in stage_columns(&a.frames)
+        .into_iter()
+        .zip(stage_columns(&b.frames))
+    {
+        let (ma, mb) = (percentile(&va, 0.5), percentile(&vb, 0.5));
+        println!(
+            "{:<12} {:>10.3} {:>10.3} {:>7.3}",
+            label,
+            ma,
+            mb,
+            ratio(ma, mb)
+        );
+    }
+    let (ca, cb) = (
+        percentile(&cg_iterations(&a.frames), 0.5),
+        percentile(&cg_iterations(&b.frames), 0.5),
+    );
+    println!(
+        "{:<12} {:>10.0} {:>10.0} {:>7.3}",
+        "cg iters",
+        ca,
+        cb,
+        ratio(ca, cb)
+    );
+    for (name, side) in [("A", &a), ("B", &b)] {
+        if let Some(line) = spmv_against_memcpy(&side.world) {
+            println!("{name} {line}");
+        }
+    }
+    println!(
+        "state_hash A {:016x} B {:016x} ({} and {} threads)",
+        a.world.state_hash(),
+        b.world.state_hash(),
+        a.threads,
+        b.threads
+    );
     Ok(())
 }
 

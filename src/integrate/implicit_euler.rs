@@ -14,7 +14,8 @@
 //! so A is symmetric positive definite and the filtered PCG applies.
 //!
 //! Everything this step touches is sized when the cloth is created: the block
-//! pattern (edges and hinge wing pairs), each element's block slots, the
+//! pattern (edges and hinge wing pairs), the element outputs and the gather maps
+//! from them to the block slots and right-hand-side rows ([`Gather`]), the
 //! right-hand side, the PCG workspace. A step allocates nothing.
 #![deny(unsafe_code)]
 
@@ -24,8 +25,8 @@ use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
 use rayon::prelude::*;
 
 use crate::linalg::{
-    BlockCsr, BlockPattern, BlockSlot, Filter, PcgReport, PcgSettings, PcgWorkspace,
-    Preconditioner, solve_filtered_pcg,
+    BlockCsr, BlockPattern, Filter, Gather, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
+    solve_filtered_pcg,
 };
 use crate::mesh::{Topology, TriMesh};
 use crate::model::baraff_witkin::{
@@ -156,15 +157,17 @@ pub struct ImplicitEuler {
     settings: BwSettings,
     tri_verts: Vec<[u32; 3]>,
     tri_rest: Vec<TriangleRest>,
-    tri_slots: Vec<[BlockSlot; 9]>,
     hinge_verts: Vec<[u32; 4]>,
     hinge_rest: Vec<HingeRest>,
-    hinge_slots: Vec<[BlockSlot; 16]>,
-    diag_slots: Vec<BlockSlot>,
-    /// Per-triangle contributions, computed in parallel, scattered serially.
-    tri_out: Vec<Contribution<3, 9>>,
-    /// Per-hinge contributions, computed in parallel, scattered serially.
-    hinge_out: Vec<Contribution<4, 16>>,
+    /// Every element's contribution, written by the kernels in parallel, each to its own
+    /// place: triangles first, then hinges (see [`ElementOutputs`]).
+    out: ElementOutputs,
+    /// For each block slot of `a`, its element blocks in `out.blocks`, in element order.
+    slot_gather: Gather,
+    /// For each vertex, its element right-hand-side rows in `out.rhs`, in element order.
+    rhs_gather: Gather,
+    /// For each block slot, the row whose diagonal it is (`u32::MAX` off the diagonal).
+    slot_diag_row: Vec<u32>,
     a: BlockCsr,
     b: Vec<Vec3>,
     dv: Vec<Vec3>,
@@ -241,29 +244,48 @@ impl ImplicitEuler {
             pattern
                 .slot(i, j)
                 .expect("pattern holds every pair of vertices that share an element")
+                .0
         };
-        let tri_slots = mesh
+        // The serial scatter's order: triangles, then hinges, each element's blocks row-major.
+        let num_tris = mesh.num_triangles();
+        let tri_blocks = mesh
             .triangles
             .iter()
-            .map(|t| std::array::from_fn(|k| slot(t[k / 3], t[k % 3])))
-            .collect();
-        let hinge_slots = hinge_verts
+            .flat_map(|t| (0..9).map(move |k| (t[k / 3], t[k % 3])));
+        let hinge_blocks = hinge_verts
             .iter()
-            .map(|h| std::array::from_fn(|k| slot(h[k / 4], h[k % 4])))
+            .flat_map(|h| (0..16).map(move |k| (h[k / 4], h[k % 4])));
+        let block_pairs: Vec<(u32, u32)> = tri_blocks
+            .chain(hinge_blocks)
+            .enumerate()
+            .map(|(src, (i, j))| (slot(i, j), src as u32))
             .collect();
-        let diag_slots = (0..n).map(|i| pattern.diag_slot(i)).collect();
+        let slot_gather =
+            Gather::from_scatter_order(pattern.num_blocks(), block_pairs.iter().copied());
+        let rhs_pairs = mesh
+            .triangles
+            .iter()
+            .flat_map(|t| t.iter().copied())
+            .chain(hinge_verts.iter().flat_map(|h| h.iter().copied()))
+            .enumerate()
+            .map(|(src, i)| (i, src as u32));
+        let rhs_gather = Gather::from_scatter_order(n, rhs_pairs);
+        let mut slot_diag_row = vec![u32::MAX; pattern.num_blocks()];
+        for i in 0..n {
+            slot_diag_row[pattern.diag_slot(i).index()] = i as u32;
+        }
+        let out = ElementOutputs::new(num_tris, hinge_verts.len());
         let pcg = PcgWorkspace::with_preconditioner(&pattern, settings.preconditioner);
         Ok(Self {
             settings,
             tri_verts: mesh.triangles.clone(),
             tri_rest,
-            tri_slots,
             hinge_verts,
             hinge_rest,
-            hinge_slots,
-            diag_slots,
-            tri_out: vec![Contribution::ZERO; mesh.num_triangles()],
-            hinge_out: vec![Contribution::ZERO; topology.hinges().len()],
+            out,
+            slot_gather,
+            rhs_gather,
+            slot_diag_row,
             a: BlockCsr::new(pattern),
             b: vec![Vec3::ZERO; n],
             dv: vec![Vec3::ZERO; n],
@@ -288,6 +310,12 @@ impl ImplicitEuler {
     #[must_use]
     pub fn triangle_rest(&self) -> &[TriangleRest] {
         &self.tri_rest
+    }
+
+    /// The system matrix A = M − hD − h²K of the last [`Self::assemble`] (zero before the first).
+    #[must_use]
+    pub fn matrix(&self) -> &BlockCsr {
+        &self.a
     }
 
     /// Constraint impulses λ = (I − S)(A Δv − b) of the last step (N·s).
@@ -517,70 +545,50 @@ impl ImplicitEuler {
     ) -> f64 {
         let hf = h;
         let h = f64::from(h);
-        self.a.set_zero();
-        for (i, (b, f)) in self.b.iter_mut().zip(external).enumerate() {
-            let drag = air_damping * mass[i];
-            *b = hf * (*f - drag * v[i]);
-            self.a.add(
-                self.diag_slots[i],
-                Mat3::from_diagonal(Vec3::splat(mass[i] + hf * drag)),
-            );
-        }
         let mode = self.settings.jacobian;
-        // The element kernels (the f64 work) run in parallel, each writing
-        // only its own contribution; the contributions are then added to A and
-        // b serially in element order — the same sums in the same order as a
-        // serial loop, so the result is bit-identical for any thread count.
+        // The element kernels (the f64 work) run in parallel, each writing only its own
+        // contribution; then every block slot and every right-hand-side row gathers its
+        // contributions, in parallel, in element order: the same sums in the same order as a
+        // serial scatter, so the result is bit-identical for any thread count.
         let settings = &self.settings;
+        let (tri_out, hinge_out) = self.out.split(self.tri_verts.len());
+        for_each_element(tri_out, &self.tri_verts, &self.tri_rest, |t, rest, out| {
+            let xe = t.map(|i| x[i as usize].as_dvec3());
+            let ve = t.map(|i| v[i as usize].as_dvec3());
+            let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+            let e = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
+            out.write(h, &e.force, &e.dfdx, &e.dfdv, &we, e.energy);
+        });
         for_each_element(
-            &mut self.tri_out,
-            &self.tri_verts,
-            &self.tri_rest,
-            |t, rest| {
-                let xe = t.map(|i| x[i as usize].as_dvec3());
-                let ve = t.map(|i| v[i as usize].as_dvec3());
-                let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-                let out = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
-                Contribution::new(h, &out.force, &out.dfdx, &out.dfdv, &we, out.energy)
-            },
-        );
-        for_each_element(
-            &mut self.hinge_out,
+            hinge_out,
             &self.hinge_verts,
             &self.hinge_rest,
-            |hv, rest| {
+            |hv, rest, out| {
                 let xe = hv.map(|i| x[i as usize].as_dvec3());
                 let ve = hv.map(|i| v[i as usize].as_dvec3());
                 let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-                let out = hinge_element(settings, &xe, &ve, rest, mode);
+                let e = hinge_element(settings, &xe, &ve, rest, mode);
                 let dfdx = match settings.bending_integration {
-                    BendingIntegration::Implicit => &out.dfdx,
+                    BendingIntegration::Implicit => &e.dfdx,
                     // METHODS-bw-bridson eq. 4.10: elastic bending in F1 (explicit), no K.
                     BendingIntegration::Imex => &ZERO_BLOCKS,
                 };
-                Contribution::new(h, &out.force, dfdx, &out.dfdv, &we, out.energy)
+                out.write(h, &e.force, dfdx, &e.dfdv, &we, e.energy);
             },
         );
-        let mut energy = 0.0;
-        for ((t, slots), c) in self
-            .tri_verts
-            .iter()
-            .zip(&self.tri_slots)
-            .zip(&self.tri_out)
-        {
-            energy += c.energy;
-            c.scatter(&mut self.a, &mut self.b, t, slots);
-        }
-        for ((hv, slots), c) in self
-            .hinge_verts
-            .iter()
-            .zip(&self.hinge_slots)
-            .zip(&self.hinge_out)
-        {
-            energy += c.energy;
-            c.scatter(&mut self.a, &mut self.b, hv, slots);
-        }
-        energy
+        let diag_row = &self.slot_diag_row;
+        let lumped = |i: usize| mass[i] + hf * (air_damping * mass[i]);
+        self.slot_gather
+            .sum_into(self.a.values_mut(), &self.out.blocks, |s| {
+                match diag_row[s] {
+                    u32::MAX => Mat3::ZERO,
+                    i => Mat3::from_diagonal(Vec3::splat(lumped(i as usize))),
+                }
+            });
+        self.rhs_gather.sum_into(&mut self.b, &self.out.rhs, |i| {
+            hf * (external[i] - (air_damping * mass[i]) * v[i])
+        });
+        self.out.energy.iter().fold(0.0, |sum, e| sum + e)
     }
 
     /// The largest stable substep (s) of the IMEX split at positions `x` with lumped masses `mass`
@@ -700,81 +708,135 @@ const ELEMENT_CHUNK: usize = 256;
 /// Below this many elements the kernels run on the calling thread.
 const ELEMENT_PARALLEL_MIN: usize = 1024;
 
-/// `out[e] = kernel(&verts[e], &rest[e])` for every element, in parallel
-/// chunks from [`ELEMENT_PARALLEL_MIN`] elements.
-fn for_each_element<const N: usize, const NN: usize, R: Sync>(
-    out: &mut [Contribution<N, NN>],
-    verts: &[[u32; N]],
-    rest: &[R],
-    kernel: impl Fn(&[u32; N], &R) -> Contribution<N, NN> + Sync,
-) {
-    let run = |o: &mut [Contribution<N, NN>], vs: &[[u32; N]], rs: &[R]| {
-        for ((o, v), r) in o.iter_mut().zip(vs).zip(rs) {
-            *o = kernel(v, r);
+/// Every element's share of the system in flat arrays, already rounded to the f32 storage
+/// of A and b: triangle `t`'s 9 blocks at `9t..9t + 9` and its 3 right-hand-side rows at
+/// `3t..3t + 3`, then hinge `h`'s 16 blocks at `9T + 16h..` and 4 rows at `3T + 4h..`
+/// (`T` triangles). Sized at creation.
+#[derive(Clone, Debug)]
+struct ElementOutputs {
+    energy: Vec<f64>,
+    rhs: Vec<Vec3>,
+    blocks: Vec<Mat3>,
+}
+
+impl ElementOutputs {
+    fn new(triangles: usize, hinges: usize) -> Self {
+        Self {
+            energy: vec![0.0; triangles + hinges],
+            rhs: vec![Vec3::ZERO; 3 * triangles + 4 * hinges],
+            blocks: vec![Mat3::ZERO; 9 * triangles + 16 * hinges],
         }
-    };
-    if out.len() >= ELEMENT_PARALLEL_MIN {
-        out.par_chunks_mut(ELEMENT_CHUNK)
-            .zip(
-                verts
-                    .par_chunks(ELEMENT_CHUNK)
-                    .zip(rest.par_chunks(ELEMENT_CHUNK)),
-            )
-            .for_each(|(o, (vs, rs))| run(o, vs, rs));
-    } else {
-        run(out, verts, rest);
+    }
+
+    /// The triangles' part and the hinges' part (`triangles` triangles).
+    fn split(&mut self, triangles: usize) -> (OutputSlices<'_>, OutputSlices<'_>) {
+        let (e0, e1) = self.energy.split_at_mut(triangles);
+        let (r0, r1) = self.rhs.split_at_mut(3 * triangles);
+        let (b0, b1) = self.blocks.split_at_mut(9 * triangles);
+        (
+            OutputSlices {
+                energy: e0,
+                rhs: r0,
+                blocks: b0,
+            },
+            OutputSlices {
+                energy: e1,
+                rhs: r1,
+                blocks: b1,
+            },
+        )
     }
 }
 
-/// One element's share of the system, already rounded to the f32 storage of
-/// A and b: the blocks −hD − h²K (row-major, `NN = N²`) and h f + h K w.
-#[derive(Clone, Copy, Debug)]
-struct Contribution<const N: usize, const NN: usize> {
-    energy: f64,
-    rhs: [Vec3; N],
-    blocks: [Mat3; NN],
+/// A run of consecutive elements' outputs in [`ElementOutputs`].
+struct OutputSlices<'a> {
+    energy: &'a mut [f64],
+    rhs: &'a mut [Vec3],
+    blocks: &'a mut [Mat3],
 }
 
-impl<const N: usize, const NN: usize> Contribution<N, NN> {
-    const ZERO: Self = Self {
-        energy: 0.0,
-        rhs: [Vec3::ZERO; N],
-        blocks: [Mat3::ZERO; NN],
-    };
+/// One element's place in [`ElementOutputs`].
+struct ElementSlot<'a, const N: usize> {
+    energy: &'a mut f64,
+    rhs: &'a mut [Vec3],
+    blocks: &'a mut [Mat3],
+}
 
-    /// METHODS-bw-bridson eq. 2.14: A gets −h D − h² K, b gets h (f + K w)
-    /// with w = h v + y, evaluated in f64 and rounded once.
-    fn new(
+impl<const N: usize> ElementSlot<'_, N> {
+    /// METHODS-bw-bridson eq. 2.14: A gets −h D − h² K (blocks row-major), b gets
+    /// h (f + K w) with w = h v + y, evaluated in f64 and rounded once.
+    fn write(
+        &mut self,
         h: f64,
         force: &[DVec3; N],
         dfdx: &[[DMat3; N]; N],
         dfdv: &[[DMat3; N]; N],
         w: &[DVec3; N],
         energy: f64,
-    ) -> Self {
-        let mut c = Self::ZERO;
-        c.energy = energy;
+    ) {
+        *self.energy = energy;
         for r in 0..N {
             let mut rhs = h * force[r];
             for col in 0..N {
                 let k = dfdx[r][col];
                 rhs += h * (k * w[col]);
                 let block = -h * dfdv[r][col] - (h * h) * k;
-                c.blocks[r * N + col] = block.as_mat3();
+                self.blocks[r * N + col] = block.as_mat3();
             }
-            c.rhs[r] = rhs.as_vec3();
+            self.rhs[r] = rhs.as_vec3();
         }
-        c
     }
+}
 
-    /// Adds the contribution to A (at the element's `slots`) and to b.
-    fn scatter(&self, a: &mut BlockCsr, b: &mut [Vec3], verts: &[u32; N], slots: &[BlockSlot]) {
-        for r in 0..N {
-            for col in 0..N {
-                a.add(slots[r * N + col], self.blocks[r * N + col]);
-            }
-            b[verts[r] as usize] += self.rhs[r];
+/// `kernel(&verts[e], &rest[e], slot of e)` for every element, in parallel chunks from
+/// [`ELEMENT_PARALLEL_MIN`] elements; each call writes only its own element's outputs.
+fn for_each_element<const N: usize, R: Sync>(
+    out: OutputSlices<'_>,
+    verts: &[[u32; N]],
+    rest: &[R],
+    kernel: impl Fn(&[u32; N], &R, &mut ElementSlot<'_, N>) + Sync,
+) {
+    let run = |o: OutputSlices<'_>, vs: &[[u32; N]], rs: &[R]| {
+        let slots = o
+            .energy
+            .iter_mut()
+            .zip(o.rhs.chunks_exact_mut(N))
+            .zip(o.blocks.chunks_exact_mut(N * N));
+        for (((energy, rhs), blocks), (v, r)) in slots.zip(vs.iter().zip(rs)) {
+            kernel(
+                v,
+                r,
+                &mut ElementSlot {
+                    energy,
+                    rhs,
+                    blocks,
+                },
+            );
         }
+    };
+    if verts.len() >= ELEMENT_PARALLEL_MIN {
+        out.energy
+            .par_chunks_mut(ELEMENT_CHUNK)
+            .zip(out.rhs.par_chunks_mut(ELEMENT_CHUNK * N))
+            .zip(out.blocks.par_chunks_mut(ELEMENT_CHUNK * N * N))
+            .zip(
+                verts
+                    .par_chunks(ELEMENT_CHUNK)
+                    .zip(rest.par_chunks(ELEMENT_CHUNK)),
+            )
+            .for_each(|(((energy, rhs), blocks), (vs, rs))| {
+                run(
+                    OutputSlices {
+                        energy,
+                        rhs,
+                        blocks,
+                    },
+                    vs,
+                    rs,
+                );
+            });
+    } else {
+        run(out, verts, rest);
     }
 }
 
