@@ -1222,6 +1222,12 @@ impl GaussNewtonProjection {
     /// keeps the dent that stopping its lowest vertices made, and the bending energy of that
     /// dent comes back as a bounce (measured on shell-stiff: the total energy grew from
     /// 1.2 · 10⁵ J to 10⁷ J in 40 frames).
+    ///
+    /// `take = false` (every Gauss–Newton iteration of
+    /// [`GaussNewtonProjection::project_in_contact`]): pulling rows are released, and a
+    /// released row is taken only if it has not changed in this call yet (a speculative row
+    /// whose vertex reached its plane); a row released for pulling comes back only with
+    /// `take = true`, at convergence (`docs/methods/isometric-contact.md` §2).
     fn update_active_set(&mut self, x: &[DVec3], fast: bool, take: bool) -> ActiveSet {
         let base = self.topo.num_cloth_rows();
         let mut out = ActiveSet::default();
@@ -1238,7 +1244,8 @@ impl GaussNewtonProjection {
                 } else if was {
                     lambda <= 0.0
                 } else {
-                    take && c.direction.dot(x[c.vertex as usize]) < c.target
+                    (take || self.contact_toggles[j] == 0)
+                        && c.direction.dot(x[c.vertex as usize]) < c.target
                 };
                 owner = Some((c.vertex, now));
                 now
