@@ -172,6 +172,14 @@ pub struct RowFamily<'a> {
 /// there keeps its last iterate rather than an earlier "best" one.
 const ROUND_OFF_VIOLATION: f64 = 1.5e-8;
 
+/// A projection that stops unconverged returns its best iterate instead of its last only when
+/// the last one's violation exceeds the best one's by this factor (it diverged). Keeping the
+/// best iterate whenever it was better was measured worse: on rotating-ball-isometric (rows
+/// that follow the ball, 8 substeps) the largest row strain at the end of frame 11 went from
+/// 3.2 · 10⁻⁵ to 7.1 · 10⁻³ — an early iterate with a smaller violation is further from the
+/// minimiser of the step, and the next steps start from it.
+const DIVERGED_FACTOR: f64 = 4.0;
+
 /// How often a contact row may change between active and released in one projection.
 const MAX_CONTACT_TOGGLES: u8 = 2;
 
@@ -370,8 +378,9 @@ pub struct ProjectionReport {
     /// Iterations whose Cholesky factor failed (not positive definite) or whose contact rows
     /// could not be eliminated, solved by PCG instead.
     pub direct_fallbacks: u32,
-    /// The iteration stopped unconverged (Newton cap, deadline, failed solve) and returned an
-    /// earlier iterate whose scaled violation was smaller than the last one's.
+    /// The iteration stopped unconverged (Newton cap, deadline, failed solve) after it diverged
+    /// (the last violation non-finite or `DIVERGED_FACTOR` times the best) and returned the
+    /// best iterate instead of the last one.
     pub kept_best: bool,
 }
 
@@ -1060,13 +1069,15 @@ impl GaussNewtonProjection {
             // The warm start of the next call and `multipliers()`: the totals.
             self.z[..rows].copy_from_slice(&self.z_total[..rows]);
         }
-        // Violations below `ROUND_OFF_VIOLATION` are rounding noise: an iteration run to a
-        // fixed count (tolerance 0) keeps its last iterate.
+        // The last iterate is kept unless the iteration diverged: it ends non-finite or more
+        // than `DIVERGED_FACTOR` times the best violation it reached (and over the tolerance;
+        // violations below `ROUND_OFF_VIOLATION` are rounding noise).
         let over = report.max_violation.is_nan()
-            || report.max_violation > settings.tolerance.max(ROUND_OFF_VIOLATION);
+            || (report.max_violation > settings.tolerance.max(ROUND_OFF_VIOLATION)
+                && report.max_violation > DIVERGED_FACTOR * best_violation);
         if !report.converged && over && best_violation < report.max_violation.min(f64::MAX) {
-            // Out of budget (or the solve failed): the best iterate, not the last one. The
-            // multipliers stay those of the last solve (a warm start only).
+            // The iteration diverged within its budget: the best iterate, not the last one.
+            // The multipliers stay those of the last solve (a warm start only).
             x.copy_from_slice(&self.best);
             report.max_violation = best_violation;
             report.kept_best = true;
