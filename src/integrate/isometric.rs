@@ -82,6 +82,11 @@
 //!   leaves 2–13 a substep, moved by up to 0.5 mm with rows and 1.7 mm without (largest
 //!   frame-end row strain 0.36 %); adding a 1 cm margin removes the moves of nodes without
 //!   rows (0.28 %). `β_n = 10⁻⁵` was worse (0.85 %, two projections at the Newton cap).
+//! - **Rows that follow the colliders** (**choice**, off by default,
+//!   [`IsometricSettings::follow_obstacles`]): line 2 already carries hard unilateral rows on
+//!   the analytic colliders for every node in their band, re-linearised at every iterate,
+//!   with Coulomb friction anchors; line 3 becomes the fail-safe, and lines 4–6 run only for
+//!   what it moved (`docs/methods/isometric-contact.md`).
 //! - Pinned nodes (`w = 0`) get no contact rows (they would be zero rows of `K`).
 //! - The collision stage works in `f32`; nodes it did not touch keep their `f64` positions
 //!   bit for bit.

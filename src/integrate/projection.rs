@@ -70,7 +70,12 @@
 //!   (`gauss_newton_iterations = u32::MAX`) is Gauss–Newton throughout.
 //! - Contacts are unilateral by default ([`ContactRow::unilateral`]): an active set on the
 //!   normal rows, updated (`update_active_set`) each time the stopping test holds on the
-//!   current set (the multipliers are then those of the step's problem).
+//!   current set (the multipliers are then those of the step's problem). With rows that follow
+//!   the obstacles ([`GaussNewtonProjection::project_in_contact`]) pulling rows are also
+//!   released at every iteration and rows that started released are taken when their vertex
+//!   reaches them (`docs/methods/isometric-contact.md`).
+//! - Budget: at the Newton cap or the deadline the last iterate is returned, or the best one
+//!   when the iteration diverged (`DIVERGED_FACTOR`, [`ProjectionReport::kept_best`]).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
 //!   beyond the capacity grows the pool once and is counted.
 #![deny(unsafe_code)]
