@@ -441,7 +441,7 @@ impl IsometricStepper {
             longest_edge: if follow { self.longest_edge } else { 0.0 },
         };
 
-        // Line 2: project x̃ from x⁽⁰⁾ = x̃ (METHODS-wang §8.2); without contacts as printed,
+        // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
         // or with the rows that follow the colliders ([`IsometricSettings::follow_obstacles`]).
         self.projection.clear_contacts();
         self.contact_slot.fill(NO_SLOT);
