@@ -146,6 +146,8 @@ fn advance_isometric(
     stats.factor_ms += 1e3 * (direct.factor_seconds - direct_before.factor_seconds);
     stats.direct_solve_ms += 1e3 * (direct.solve_seconds - direct_before.solve_seconds);
     stats.direct_fallbacks += report.projections.direct_fallbacks;
+    stats.failsafe_moved += report.fail_safe_moved;
+    stats.kept_best += report.projections.kept_best;
     stats.add_collisions(&report.collide_first);
     if let Some(c) = &report.collide_second {
         stats.add_collisions(c);

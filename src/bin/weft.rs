@@ -540,6 +540,9 @@ fn run(
     header.push_str(",precond_shifted,precond_fallbacks");
     // Isometric: the sparse Cholesky's factor and solve times, and its PCG fallbacks.
     header.push_str(",direct_assemble_ms,factor_ms,direct_solve_ms,direct_fallbacks");
+    // Isometric: nodes the last collision pass moved unprojected; projections that kept their
+    // best iterate.
+    header.push_str(",failsafe_moved,kept_best");
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -1121,6 +1124,7 @@ fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> s
         ",{:.3},{:.3},{:.3},{}",
         s.direct_assemble_ms, s.factor_ms, s.direct_solve_ms, s.direct_fallbacks
     )?;
+    write!(w, ",{},{}", s.failsafe_moved, s.kept_best)?;
     writeln!(w)
 }
 

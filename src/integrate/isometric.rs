@@ -82,6 +82,11 @@
 //!   leaves 2–13 a substep, moved by up to 0.5 mm with rows and 1.7 mm without (largest
 //!   frame-end row strain 0.36 %); adding a 1 cm margin removes the moves of nodes without
 //!   rows (0.28 %). `β_n = 10⁻⁵` was worse (0.85 %, two projections at the Newton cap).
+//! - **Rows that follow the colliders** (**choice**, off by default,
+//!   [`IsometricSettings::follow_obstacles`]): line 2 already carries hard unilateral rows on
+//!   the analytic colliders for every node in their band, re-linearised at every iterate,
+//!   with Coulomb friction anchors; line 3 becomes the fail-safe, and lines 4–6 run only for
+//!   what it moved (`docs/methods/isometric-contact.md`).
 //! - Pinned nodes (`w = 0`) get no contact rows (they would be zero rows of `K`).
 //! - The collision stage works in `f32`; nodes it did not touch keep their `f64` positions
 //!   bit for bit.
@@ -150,6 +155,8 @@ pub struct ProjectionTotals {
     pub max_violation: f64,
     /// Gauss–Newton iterations whose direct solve fell back to PCG, summed.
     pub direct_fallbacks: u32,
+    /// Projections that stopped unconverged and returned their best iterate.
+    pub kept_best: u32,
 }
 
 impl ProjectionTotals {
@@ -170,6 +177,7 @@ impl ProjectionTotals {
         self.unconverged += o.unconverged;
         self.linear_failures += o.linear_failures;
         self.direct_fallbacks += o.direct_fallbacks;
+        self.kept_best += o.kept_best;
         if o.projections > 0 {
             self.max_violation = o.max_violation;
         }
@@ -189,6 +197,7 @@ impl From<&ProjectionReport> for ProjectionTotals {
             unconverged: u32::from(!r.converged),
             linear_failures: u32::from(r.linear_solve_failed),
             direct_fallbacks: r.direct_fallbacks,
+            kept_best: u32::from(r.kept_best),
             max_violation: r.max_violation,
         }
     }
@@ -224,13 +233,18 @@ pub struct IsometricSettings {
     /// until the node reaches it. 0: none (Table 3.1 as printed).
     pub contact_margin: f64,
     /// Contact rows that follow the analytic colliders (needs `contact_margin > 0`; off by
-    /// default): every unpinned node within `thickness + contact_margin` of a collider gets a
-    /// hard unilateral normal row (Wang 2012 eq. 3.26 as an inequality, hard as in §3.3.3)
-    /// with soft tangential rows (eq. 3.28, 3.30), whether the collision stage moved it or not;
-    /// the second projection re-linearises the normal rows at every Gauss–Newton iterate on
-    /// the collider's closest point and updates the active set at every iteration
-    /// (`GaussNewtonProjection::project_in_contact`). Nodes moved by the stage away from any
-    /// analytic collider (obstacle meshes, the cloth itself) keep the stage's rows.
+    /// default; the derivation is in `docs/methods/isometric-contact.md`): from the first
+    /// projection of the step on (line 2), every unpinned node whose prediction or start
+    /// position lies within `thickness + s + contact_margin` of a collider (`s` the clearance
+    /// of [`Near::clearance`]) gets a hard unilateral normal row (Wang 2012 eq. 3.26 as an
+    /// inequality, hard as in §3.3.3) and soft tangential rows towards a Coulomb friction
+    /// anchor (eq. 3.27, 3.28, 3.30; [`Near::anchor`]); the projection re-linearises them at
+    /// every Gauss–Newton iterate on the collider's closest point and releases a pulling row
+    /// at every iteration (`GaussNewtonProjection::project_in_contact`). Lines 4–6 then run
+    /// only when the collision stage moved a node: the moved nodes get rows (nodes away from
+    /// analytic colliders the stage's own) and the projection runs again, at most
+    /// `contact_rounds` times; what the last pass moves is reported
+    /// ([`IsometricReport::fail_safe_moved`]).
     pub follow_obstacles: bool,
 }
 
@@ -268,7 +282,9 @@ pub struct IsometricReport {
     pub collide_first: CollisionStats,
     /// Line 6 (every pass, folded), when it ran.
     pub collide_second: Option<CollisionStats>,
-    /// Nodes the last pass of line 6 moved (its changes enter `x^{n+1}` unprojected).
+    /// Nodes the last collision pass moved (line 6, or line 3 when lines 4–6 do not run): its
+    /// changes enter `x^{n+1}` unprojected, so when it is not 0 the step may end over the
+    /// tolerance ([`IsometricSettings::contact_rounds`] ran out).
     pub fail_safe_moved: u32,
     /// Of those, the nodes that had no contact rows in the projection before it.
     pub fail_safe_moved_without_rows: u32,
@@ -289,6 +305,12 @@ pub struct IsometricStepper {
     x_c: Vec<DVec3>,
     /// Per node: the first of its contact rows in the projector's pool, or `NO_SLOT`.
     contact_slot: Vec<u32>,
+    /// Per node with rows that follow a collider: the friction anchor of its tangential rows
+    /// ([`IsometricSettings::follow_obstacles`]).
+    anchor: Vec<Option<DVec3>>,
+    /// Longest rest edge of the simulated mesh (m): sets the clearance of the rows that follow
+    /// curved colliders ([`Near::clearance`]).
+    longest_edge: f64,
     x32: Vec<Vec3>,
     v32: Vec<Vec3>,
     v32_before: Vec<Vec3>,
@@ -321,6 +343,8 @@ impl IsometricStepper {
             x_p: vec![DVec3::ZERO; n],
             x_c: vec![DVec3::ZERO; n],
             contact_slot: vec![NO_SLOT; n],
+            anchor: vec![None; n],
+            longest_edge: rest_lengths.iter().copied().fold(0.0f32, f32::max).into(),
             x32,
             v32: vec![Vec3::ZERO; n],
             v32_before: vec![Vec3::ZERO; n],
@@ -408,32 +432,67 @@ impl IsometricStepper {
             self.inv_mass32[i] = inv_mass[i] as f32;
         }
 
-        // Line 2: project x̃ without contacts, from x⁽⁰⁾ = x̃ (METHODS-wang §8.2).
+        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        let near = Near {
+            colliders,
+            h,
+            thickness: f64::from(collision.thickness),
+            // The clearance is for rows that follow the colliders only.
+            longest_edge: if follow { self.longest_edge } else { 0.0 },
+        };
+
+        // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
+        // or with the rows that follow the colliders ([`IsometricSettings::follow_obstacles`]).
         self.projection.clear_contacts();
+        self.contact_slot.fill(NO_SLOT);
+        self.anchor.fill(None);
         self.x_p.copy_from_slice(&self.x_tilde);
-        report.first = self.projection.project(
-            families,
-            &self.x_tilde,
-            inv_mass,
-            &settings.projection,
-            &mut self.x_p,
-            should_stop,
-        );
+        if follow {
+            self.x_c.copy_from_slice(&self.x_tilde);
+            report.speculative_nodes = self.add_band_rows(settings, &near, inv_mass, x);
+            let geometry = NearGeometry {
+                near: &near,
+                settings,
+                anchors: &self.anchor,
+            };
+            report.first = self.projection.project_in_contact(
+                families,
+                &self.x_tilde,
+                inv_mass,
+                &settings.projection,
+                &geometry,
+                &mut self.x_p,
+                should_stop,
+            );
+        } else {
+            report.first = self.projection.project(
+                families,
+                &self.x_tilde,
+                inv_mass,
+                &settings.projection,
+                &mut self.x_p,
+                should_stop,
+            );
+        }
 
         // Line 3: collide on xⁿ → x_p.
         let moved;
         (report.collide_first, moved) = self.collide(h, collision, obstacles, x);
+        report.fail_safe_moved = moved;
         if settings.coupling == Coupling::Simultaneous && moved > 0 {
-            // Line 4: contact rows at x_c (eq. 3.26, eq. 3.28).
-            self.projection.clear_contacts();
-            self.contact_slot.fill(NO_SLOT);
-            let near = Near {
-                colliders,
-                h,
-                thickness: f64::from(collision.thickness),
-            };
+            // Line 4: contact rows at x_c (eq. 3.26, eq. 3.28). With rows that follow the
+            // colliders, line 2's rows stay (they are re-linearised at every iterate) and the
+            // nodes the stage moved, or brought into the band, get rows too.
+            if !follow {
+                self.projection.clear_contacts();
+                self.contact_slot.fill(NO_SLOT);
+            }
             report.contact_nodes = self.add_contact_rows(settings, &near, inv_mass);
-            report.speculative_nodes = self.add_speculative_rows(settings, &near, inv_mass);
+            report.speculative_nodes += if follow {
+                self.add_band_rows(settings, &near, inv_mass, x)
+            } else {
+                self.add_speculative_rows(settings, &near, inv_mass)
+            };
             // Line 5: project again, from x⁽⁰⁾ = x_c.
             report.second =
                 Some(self.project_from_collided(families, settings, &near, inv_mass, should_stop));
@@ -459,10 +518,9 @@ impl IsometricStepper {
                 }
                 rounds += 1;
                 report.contact_nodes += self.add_contact_rows(settings, &near, inv_mass);
-                if settings.follow_obstacles {
+                if follow {
                     // Nodes line 6 moved into the band get their rows too.
-                    report.speculative_nodes +=
-                        self.add_speculative_rows(settings, &near, inv_mass);
+                    report.speculative_nodes += self.add_band_rows(settings, &near, inv_mass, x);
                 }
                 let rep =
                     self.project_from_collided(families, settings, &near, inv_mass, should_stop);
@@ -490,8 +548,12 @@ impl IsometricStepper {
             SecondTarget::Prediction => &self.x_tilde,
             SecondTarget::Collided => &self.x_c,
         };
-        if settings.follow_obstacles {
-            let geometry = NearGeometry { near, settings };
+        if settings.follow_obstacles && settings.contact_margin > 0.0 {
+            let geometry = NearGeometry {
+                near,
+                settings,
+                anchors: &self.anchor,
+            };
             return self.projection.project_in_contact(
                 families,
                 target,
@@ -535,15 +597,19 @@ impl IsometricStepper {
             }
             let normal = d / len;
             let target = normal.dot(self.x_c[i]);
-            added += u32::from(self.push_rows(settings, inv_mass, i, normal, target, false));
+            let xc = self.x_c[i];
+            self.anchor[i] = None;
+            added += u32::from(self.push_rows(settings, inv_mass, i, normal, target, xc, false));
         }
         added
     }
 
     /// The rows of node `i`: the normal row `n · x_p = target` (or `≥`, unilateral) and, with
-    /// friction, the tangential rows holding `x_c` (eq. 3.26, eq. 3.28); `speculative` marks
+    /// friction, the tangential rows holding the tangential coordinates of `hold` (eq. 3.26,
+    /// eq. 3.28); `speculative` marks
     /// the normal row [`ContactRow::speculative`]. A node without rows gets them appended to
     /// the pool (returns true); a node that has rows gets them replaced in place.
+    #[allow(clippy::too_many_arguments)]
     fn push_rows(
         &mut self,
         settings: &IsometricSettings,
@@ -551,9 +617,9 @@ impl IsometricStepper {
         i: usize,
         normal: DVec3,
         target: f64,
+        hold: DVec3,
         speculative: bool,
     ) -> bool {
-        let xc = self.x_c[i];
         let (t1, t2) = normal.any_orthonormal_pair();
         // Rows on a collider's surface are hard when they follow it (§3.3.3).
         let hard = speculative && settings.follow_obstacles;
@@ -575,7 +641,7 @@ impl IsometricStepper {
             [t1, t2].map(|t| ContactRow {
                 vertex: i as u32,
                 direction: t,
-                target: t.dot(xc),
+                target: t.dot(hold),
                 compliance: beta * inv_mass[i],
                 unilateral: false,
                 speculative: false,
@@ -622,9 +688,48 @@ impl IsometricStepper {
                 continue;
             }
             if let Some((normal, target)) = near.plane(settings, self.x_c[i]) {
-                self.push_rows(settings, inv_mass, i, normal, target, true);
+                let xc = self.x_c[i];
+                self.push_rows(settings, inv_mass, i, normal, target, xc, true);
                 added += 1;
             }
+        }
+        added
+    }
+
+    /// The rows that follow the colliders ([`IsometricSettings::follow_obstacles`]; Wang 2012
+    /// eq. 3.26 as an inequality, eq. 3.28): every unpinned node without rows whose position
+    /// in `x_c` (the prediction before line 2, the collided positions after it) or at the
+    /// start of the step `x_n` lies in the band of a collider ([`Near::closest`]) gets a hard
+    /// unilateral normal row on the collider's closest point, released while the node is in
+    /// front of it, and soft tangential rows that hold it at its friction anchor
+    /// ([`Near::anchor`], computed from the prediction). The projection re-linearises both at
+    /// every iterate. Returns the nodes given rows.
+    fn add_band_rows(
+        &mut self,
+        settings: &IsometricSettings,
+        near: &Near<'_>,
+        inv_mass: &[f64],
+        x_n: &[DVec3],
+    ) -> u32 {
+        if near.colliders.is_empty() {
+            return 0;
+        }
+        let mut added = 0;
+        for i in 0..self.x_c.len() {
+            if inv_mass[i] <= 0.0 || self.contact_slot[i] != NO_SLOT {
+                continue;
+            }
+            let Some(hit) = near
+                .closest(settings, self.x_c[i])
+                .or_else(|| near.closest(settings, x_n[i]))
+            else {
+                continue;
+            };
+            let (normal, target) = near.plane_of(&hit, self.x_c[i]);
+            let anchor = near.anchor(&hit, x_n[i], self.x_tilde[i]);
+            self.anchor[i] = Some(anchor);
+            self.push_rows(settings, inv_mass, i, normal, target, anchor, true);
+            added += 1;
         }
         added
     }
@@ -672,12 +777,28 @@ impl IsometricStepper {
 struct NearGeometry<'a> {
     near: &'a Near<'a>,
     settings: &'a IsometricSettings,
+    /// Per node: the friction anchor of its rows, when they follow a collider.
+    anchors: &'a [Option<DVec3>],
 }
 
 impl ContactGeometry for NearGeometry<'_> {
     fn plane(&self, _vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
         self.near.plane(self.settings, x)
     }
+
+    fn anchor(&self, vertex: u32) -> Option<DVec3> {
+        self.anchors[vertex as usize]
+    }
+}
+
+/// The collider nearest a point, at its pose at the end of the step.
+struct Closest {
+    /// Index into [`Near::colliders`].
+    collider: usize,
+    /// Signed distance to its surface (m).
+    distance: f64,
+    /// Outward unit normal at the closest surface point.
+    normal: DVec3,
 }
 
 /// The analytic colliders of a step, for the contact rows of line 4.
@@ -685,9 +806,90 @@ struct Near<'a> {
     colliders: &'a [ColliderView],
     h: f64,
     thickness: f64,
+    /// Longest rest edge of the simulated mesh (m).
+    longest_edge: f64,
 }
 
 impl Near<'_> {
+    /// The clearance of rows on collider `c` beyond the thickness (m): the sag `(1.1 ℓ)²/(8 r)`
+    /// of a cloth edge of length `ℓ` (stretched by 10 %) over a curved collider of radius `r`
+    /// (0 for flat ones). The rows hold the nodes, not the triangles; a triangle whose nodes
+    /// are `η + s` from a sphere has its interior at least `η` from it, so the collision
+    /// stage's repulsion (which sees the triangles) has nothing to do.
+    fn clearance(&self, c: usize) -> f64 {
+        match self.colliders[c].shape.curvature_radius() {
+            Some(r) if r > 0.0 => {
+                let l = 1.1 * self.longest_edge;
+                l * l / (8.0 * f64::from(r))
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The nearest collider when `x` lies within `η + s + margin` of one (`s` its
+    /// [`Near::clearance`]; [`IsometricSettings::contact_margin`]), at its pose at the end of
+    /// the step; `None` otherwise (or with margin 0).
+    fn closest(&self, settings: &IsometricSettings, x: DVec3) -> Option<Closest> {
+        if settings.contact_margin <= 0.0 {
+            return None;
+        }
+        let p = x.as_vec3();
+        let (collider, surface) = self
+            .colliders
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let end = c.motion.advance(&c.pose, self.h as f32);
+                (k, c.shape.surface_point(&end, p))
+            })
+            .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance))?;
+        let distance = f64::from(surface.distance);
+        if distance >= self.thickness + self.clearance(collider) + settings.contact_margin {
+            return None;
+        }
+        Some(Closest {
+            collider,
+            distance,
+            normal: surface.normal.as_dvec3().normalize(),
+        })
+    }
+
+    /// The row `n · x ≥ n · x − (d − η − s)` of a node at `x` near `hit`: the collider's
+    /// tangent plane at the closest point, offset by the thickness and the clearance. On a
+    /// convex collider every point in front of it is at least `η + s` from the surface.
+    fn plane_of(&self, hit: &Closest, x: DVec3) -> (DVec3, f64) {
+        let offset = self.thickness + self.clearance(hit.collider);
+        (hit.normal, hit.normal.dot(x) - (hit.distance - offset))
+    }
+
+    /// The friction anchor of a node (Wang 2012 eq. 3.27 in displacement form, held by the
+    /// tangential rows of eq. 3.28): `x_n` carried by the collider's rigid motion over the
+    /// step is where sticking friction would put the node; the prediction `x̃` slips from it
+    /// by `δ`, the tangential part of `x̃ − carried`. The normal row pushes the node out by at
+    /// most `p = max(0, η + s − d(x̃))`, the depth of the prediction in the band, so Coulomb's
+    /// law lets friction remove at most `μ p` of the slip: the anchor is
+    /// `carried + max(0, 1 − μ p / ‖δ‖) δ` (sticking when `μ p ≥ ‖δ‖`).
+    fn anchor(&self, hit: &Closest, x_n: DVec3, x_tilde: DVec3) -> DVec3 {
+        let c = &self.colliders[hit.collider];
+        let end = c.motion.advance(&c.pose, self.h as f32);
+        let local = c.pose.inverse_transform_point(x_n.as_vec3());
+        // Carried in f64 from the f32 poses: only the displacement matters.
+        let carried = x_n + (end.transform_point(local) - x_n.as_vec3()).as_dvec3();
+        let n = hit.normal;
+        let offset = self.thickness + self.clearance(hit.collider);
+        let depth =
+            (offset - f64::from(c.shape.surface_point(&end, x_tilde.as_vec3()).distance)).max(0.0);
+        let rel = x_tilde - carried;
+        let slip = rel - n * n.dot(rel);
+        let len = slip.length();
+        let keep = if len > 0.0 {
+            (1.0 - f64::from(c.friction) * depth / len).max(0.0)
+        } else {
+            0.0
+        };
+        carried + slip * keep
+    }
+
     /// The contact plane of a node at `x_c` near an analytic collider
     /// ([`IsometricSettings::contact_margin`]; **choice**, not in the thesis): when `x_c` lies
     /// within `η + margin` of a collider at its pose at the end of the step (`d` its signed
@@ -701,24 +903,8 @@ impl Near<'_> {
     /// on the plane still has its triangles' interiors, which sag towards a sphere, inside
     /// the repulsion band, where the stage's own collided position does not). Returns `(n, n · x_c − (d − η))`, or `None` (margin 0, nothing near).
     fn plane(&self, settings: &IsometricSettings, x_c: DVec3) -> Option<(DVec3, f64)> {
-        if settings.contact_margin <= 0.0 {
-            return None;
-        }
-        let p = x_c.as_vec3();
-        let surface = self
-            .colliders
-            .iter()
-            .map(|c| {
-                let end = c.motion.advance(&c.pose, self.h as f32);
-                c.shape.surface_point(&end, p)
-            })
-            .min_by(|a, b| a.distance.total_cmp(&b.distance))?;
-        let d = f64::from(surface.distance);
-        if d >= self.thickness + settings.contact_margin {
-            return None;
-        }
-        let normal = surface.normal.as_dvec3().normalize();
-        Some((normal, normal.dot(x_c) - (d - self.thickness)))
+        let hit = self.closest(settings, x_c)?;
+        Some(self.plane_of(&hit, x_c))
     }
 }
 
@@ -858,6 +1044,7 @@ mod tests {
     use crate::integrate::projection::test_sets::{EdgeLengths, grid};
     use crate::integrate::projection::{RowRole, StrainScale};
     use crate::mesh::generate::icosphere;
+    use glam::Quat;
 
     const R: f64 = 0.15;
 
@@ -877,6 +1064,11 @@ mod tests {
         fail_safe_moved_without_rows: u32,
         /// Nodes given speculative rows, summed over the steps.
         speculative_nodes: u32,
+        /// Largest number of repetitions of lines 4–6 in one step.
+        max_rounds: u32,
+        /// Steps whose repetitions stopped while the last pass still moved nodes before the
+        /// bound was reached (must be 0: a moved node triggers another round).
+        rounds_stopped_early: u32,
     }
 
     /// A 12 × 12 net of inextensible edges (spacing 5 cm) dropped onto a sphere obstacle of
@@ -897,6 +1089,17 @@ mod tests {
         integrator: Integrator,
         rounds: u32,
         margin: f64,
+    ) -> Run {
+        drop_on_sphere_settings(coupling, integrator, rounds, margin, false)
+    }
+
+    /// The drop with `contact_rounds`, `contact_margin` and `follow_obstacles` as given.
+    fn drop_on_sphere_settings(
+        coupling: Coupling,
+        integrator: Integrator,
+        rounds: u32,
+        margin: f64,
+        follow: bool,
     ) -> Run {
         let n = 12;
         let (mut x0, edges) = grid(n, 0.05, false);
@@ -963,6 +1166,7 @@ mod tests {
             },
             contact_rounds: rounds,
             contact_margin: margin,
+            follow_obstacles: follow,
             ..IsometricSettings::default()
         };
         let colliders = [ColliderView {
@@ -988,6 +1192,8 @@ mod tests {
             feedback_projections: 0,
             fail_safe_moved_without_rows: 0,
             speculative_nodes: 0,
+            max_rounds: 0,
+            rounds_stopped_early: 0,
         };
         let mut c = vec![0.0; set.len()];
         for _ in 0..60 {
@@ -1020,6 +1226,11 @@ mod tests {
             }
             run.fail_safe_moved += rep.fail_safe_moved;
             run.feedback_projections += rep.feedback.projections;
+            run.max_rounds = run.max_rounds.max(rep.feedback.projections);
+            if rep.second.is_some() && rep.feedback.projections < rounds && rep.fail_safe_moved > 0
+            {
+                run.rounds_stopped_early += 1;
+            }
             run.max_newton = run.max_newton.max(rep.first.iterations);
             if let Some(s) = rep.second {
                 run.max_newton = run.max_newton.max(s.iterations);
@@ -1113,6 +1324,99 @@ mod tests {
         assert!(rounds.feedback_projections > 0);
         assert!(rounds.fail_safe_moved < once.fail_safe_moved);
         assert!(rounds.deepest > R * 0.99 - 1e-3);
+    }
+
+    /// The re-projection rounds after the fail-safe pass are bounded by `contact_rounds`, and
+    /// they stop early only when the pass moved nothing; with the rows that follow the
+    /// collider the net still rests on the sphere (outside it by the thickness, within the
+    /// chord gap of the tessellation the stage sees).
+    #[test]
+    fn fail_safe_rounds_are_bounded_and_run_while_nodes_move() {
+        for rounds in [0, 1, 3] {
+            for follow in [false, true] {
+                let run = drop_on_sphere_settings(
+                    Coupling::Simultaneous,
+                    Integrator::BackwardEuler,
+                    rounds,
+                    0.01,
+                    follow,
+                );
+                eprintln!(
+                    "rounds {rounds}, follow {follow}: largest {} a step, {} in all, fail-safe moved {}, strain {:.2e}, deepest {:.4}",
+                    run.max_rounds,
+                    run.feedback_projections,
+                    run.fail_safe_moved,
+                    run.max_strain,
+                    run.deepest
+                );
+                assert!(run.max_rounds <= rounds, "{run:?}");
+                assert_eq!(run.rounds_stopped_early, 0, "{run:?}");
+                assert!(run.steps_with_contacts > 10, "{run:?}");
+                assert!(run.deepest > R * 0.99 - 1e-3, "{run:?}");
+            }
+        }
+    }
+
+    /// The friction anchor of a node on a spinning ball (eq. 3.27 in displacement form): with
+    /// enough normal push it is the start position carried by the ball (sticking); without
+    /// friction it is the prediction itself (no tangential pull); in between it lies on the
+    /// segment, `μ p` short of the prediction.
+    #[test]
+    fn friction_anchor_sticks_slides_and_lets_go() {
+        let spin = |mu: f32| ColliderView {
+            shape: Shape::Sphere { radius: R as f32 },
+            pose: Pose::IDENTITY,
+            motion: Motion {
+                linear_velocity: Vec3::ZERO,
+                angular_velocity: Vec3::new(0.0, 4.0, 0.0),
+            },
+            friction: mu,
+        };
+        let h = 0.01;
+        let eta = 0.004;
+        // A node resting on the ball off its axis; the prediction falls 2 mm into the band
+        // and does not turn with the ball.
+        let x_n = DVec3::new(0.0, R + eta, 0.0) + DVec3::new(0.05, 0.0, 0.0);
+        let x_n = x_n.normalize() * (R + eta);
+        let x_tilde = x_n - DVec3::new(0.0, 0.002, 0.0);
+        let settings = IsometricSettings {
+            contact_margin: 0.01,
+            follow_obstacles: true,
+            ..IsometricSettings::default()
+        };
+        let anchor_with = |mu: f32| {
+            let colliders = [spin(mu)];
+            let near = Near {
+                colliders: &colliders,
+                h,
+                thickness: eta,
+                longest_edge: 0.0,
+            };
+            let hit = near.closest(&settings, x_tilde).expect("in the band");
+            (near.anchor(&hit, x_n, x_tilde), hit.normal)
+        };
+        // The ball turns the start point by ω h about y.
+        let carried = Quat::from_rotation_y(4.0 * h as f32).as_dquat() * x_n;
+        let tangential = |v: DVec3, n: DVec3| v - n * n.dot(v);
+        let (stick, n) = anchor_with(10.0);
+        assert!(
+            tangential(stick - carried, n).length() < 1e-6,
+            "{stick} vs {carried}"
+        );
+        let (free, n) = anchor_with(0.0);
+        assert!(
+            tangential(free - x_tilde, n).length() < 1e-9,
+            "{free} vs {x_tilde}"
+        );
+        let (slide, n) = anchor_with(0.2);
+        let slip = tangential(x_tilde - carried, n).length();
+        let kept = tangential(slide - carried, n).length();
+        assert!(slip > 1e-3, "the ball must slip under the node: {slip}");
+        // p ≈ 2 mm of push against the band: μ p ≈ 0.4 mm less slip.
+        assert!(
+            kept < slip && kept > slip - 0.2 * 0.0025,
+            "{kept} of {slip}"
+        );
     }
 
     #[test]

@@ -143,6 +143,9 @@ pub struct IsometricStepStats {
     pub collide_first: CollisionStats,
     /// The collision stage of line 6, when it ran.
     pub collide_second: Option<CollisionStats>,
+    /// Nodes the last collision pass moved after the last projection (their moves enter the
+    /// state unprojected; `IsometricReport::fail_safe_moved`).
+    pub fail_safe_moved: u32,
 }
 
 impl IsometricStepStats {
@@ -159,6 +162,7 @@ impl IsometricStepStats {
             contact_nodes: r.contact_nodes,
             collide_first: r.collide_first,
             collide_second: r.collide_second,
+            fail_safe_moved: r.fail_safe_moved,
         }
     }
 }

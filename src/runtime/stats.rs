@@ -101,6 +101,14 @@ pub struct FrameStats {
     pub direct_solve_ms: f64,
     /// Isometric cloths: Gauss–Newton iterations whose direct solve failed and used PCG.
     pub direct_fallbacks: u32,
+    /// Isometric cloths: nodes the last collision pass of a step (Table 3.1 line 6, or line 3
+    /// when nothing follows it) moved after the last projection, summed over substeps: their
+    /// moves enter the state unprojected, so a frame with `failsafe_moved > 0` may end over the
+    /// strain tolerance (the bounded re-projection rounds, `contact_rounds`, ran out).
+    pub failsafe_moved: u32,
+    /// Isometric cloths: projections that stopped unconverged and kept their best iterate
+    /// rather than the last one.
+    pub kept_best: u32,
 }
 
 impl FrameStats {
@@ -166,6 +174,8 @@ impl FrameStats {
         self.factor_ms += o.factor_ms;
         self.direct_solve_ms += o.direct_solve_ms;
         self.direct_fallbacks += o.direct_fallbacks;
+        self.failsafe_moved += o.failsafe_moved;
+        self.kept_best += o.kept_best;
     }
 
     /// Folds one solve's preconditioner outcome in: whether its factorisation needed a shift,
