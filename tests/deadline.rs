@@ -8,24 +8,10 @@ mod support;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use support::clock::SteppingClock;
 
 use support::{TriSoup, find_intersections};
-use weft::runtime::budget::Clock;
-
-/// A clock that advances a fixed step every time it is read, so a deadline
-/// passes after a known number of reads whatever the machine's speed.
-#[derive(Debug)]
-struct SteppingClock {
-    reads: AtomicU64,
-    step_s: f64,
-}
-
-impl Clock for SteppingClock {
-    fn now(&self) -> f64 {
-        self.reads.fetch_add(1, Ordering::Relaxed) as f64 * self.step_s
-    }
-}
 
 fn assert_intersection_free(world: &weft::world::World, what: &str) {
     let solids = support::solids_of(world);
@@ -52,10 +38,7 @@ fn a_deadline_mid_solve_stops_cg_and_still_runs_the_fail_safe() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/pile-33.toml");
     let scene = weft::scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
-    let clock = Arc::new(SteppingClock {
-        reads: AtomicU64::new(0),
-        step_s: 1e-3,
-    });
+    let clock = Arc::new(SteppingClock::new(1e-3));
     world.set_clock(clock.clone());
     let dt = scene.dt();
 

@@ -8,23 +8,10 @@ mod support;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use weft::runtime::budget::Clock;
+use support::clock::SteppingClock;
+
 use weft::runtime::stats::FrameStats;
-
-/// A clock that advances a fixed step every time it is read.
-#[derive(Debug)]
-struct SteppingClock {
-    reads: AtomicU64,
-    step_s: f64,
-}
-
-impl Clock for SteppingClock {
-    fn now(&self) -> f64 {
-        self.reads.fetch_add(1, Ordering::Relaxed) as f64 * self.step_s
-    }
-}
 
 /// A sheet of 21×21 vertices thrown down at 20 m/s onto a sphere, self-collision on, up to 10 CCD
 /// rounds: its impact needs many CCD rounds and impact-zone rounds a substep.
@@ -56,10 +43,7 @@ fn world(frame_ms: Option<f64>) -> weft::world::World {
     let scene = weft::scene::Scene::from_toml(SCENE, Path::new("thrown.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
     let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
-    world.set_clock(Arc::new(SteppingClock {
-        reads: AtomicU64::new(0),
-        step_s: 1e-3,
-    }));
+    world.set_clock(Arc::new(SteppingClock::new(1e-3)));
     world.settings_mut().budget.frame_ms = frame_ms;
     world
 }

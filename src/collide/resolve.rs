@@ -1205,14 +1205,7 @@ impl ClothCollision {
                 }
                 let start = c.verts.map(|i| x0[i as usize]);
                 let end = c.verts.map(|i| x0[i as usize] + h * v[i as usize]);
-                swept_near(c.kind, &start, &end, eta_c)
-                    && ccd(
-                        c.kind,
-                        start.map(Vec3::as_dvec3),
-                        end.map(Vec3::as_dvec3),
-                        eta_c,
-                    )
-                    .is_some()
+                collides(c.kind, &start, &end, eta_c)
             });
         }
         self.touched.fill(false);
@@ -1294,14 +1287,7 @@ impl ClothCollision {
         stats.pool_grew |= detect_parallel(candidates, found, |c| {
             let start = c.verts.map(|i| x0[i as usize]);
             let end = c.verts.map(|i| x1[i as usize]);
-            swept_near(c.kind, &start, &end, eta_c)
-                && ccd(
-                    c.kind,
-                    start.map(Vec3::as_dvec3),
-                    end.map(Vec3::as_dvec3),
-                    eta_c,
-                )
-                .is_some()
+            collides(c.kind, &start, &end, eta_c)
         });
         found.iter().filter(|f| **f).count() as u32
     }
@@ -1490,6 +1476,19 @@ fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> boo
     } else {
         near(&a, &b[2..], m)
     }
+}
+
+/// Whether a stencil moving from `start` to `end` collides within `eta_c`: the cheap swept-box
+/// test, then CCD.
+fn collides(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
+    swept_near(kind, start, end, eta_c)
+        && ccd(
+            kind,
+            start.map(Vec3::as_dvec3),
+            end.map(Vec3::as_dvec3),
+            eta_c,
+        )
+        .is_some()
 }
 
 fn ccd(kind: Kind, start: [DVec3; 4], end: [DVec3; 4], eta_c: f64) -> Option<CcdHit> {

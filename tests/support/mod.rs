@@ -11,6 +11,7 @@
 
 pub mod alloc_count;
 pub mod clearance;
+pub mod clock;
 pub mod inside;
 pub mod intersection;
 
