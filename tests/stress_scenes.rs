@@ -190,15 +190,8 @@ fn report(name: &str, (times, strain): (Vec<f64>, f32)) {
 }
 
 #[test]
-fn a_cloth_wrung_by_a_turning_pinned_edge_stays_clean() {
+fn a_cloth_wrung_by_a_turning_pinned_edge_stays_clean_and_within_strain() {
     // 90 frames: the hem turns a full turn (rising 0.2 m over the first half).
-    let run = run_checked(&path("wrung.toml"), 90, Deadline::Off, clean);
-    report("wrung", run);
-}
-
-#[test]
-#[ignore = "the strain of violent motion is not bounded yet: 12.01 % at frame 61, 34 % over the run"]
-fn a_cloth_wrung_by_a_turning_pinned_edge_stays_within_strain() {
     let run = run_checked(
         &path("wrung.toml"),
         90,
@@ -209,15 +202,8 @@ fn a_cloth_wrung_by_a_turning_pinned_edge_stays_within_strain() {
 }
 
 #[test]
-fn a_fast_small_ball_through_a_hanging_cloth_stays_clean() {
+fn a_fast_small_ball_through_a_hanging_cloth_stays_clean_and_within_strain() {
     // 30 frames: the ball hits the sheet in frame 1 and rests in its dent from frame 2.
-    let run = run_checked(&path("projectile.toml"), 30, Deadline::Off, clean);
-    report("projectile", run);
-}
-
-#[test]
-#[ignore = "the strain of violent motion is not bounded yet: 15.95 % at frame 2"]
-fn a_fast_small_ball_through_a_hanging_cloth_stays_within_strain() {
     let run = run_checked(
         &path("projectile.toml"),
         30,
@@ -228,16 +214,9 @@ fn a_fast_small_ball_through_a_hanging_cloth_stays_within_strain() {
 }
 
 #[test]
-fn a_cloth_hung_on_turning_pegs_stays_clean() {
+fn a_cloth_hung_on_turning_pegs_stays_clean_and_within_strain() {
     // 75 frames: the sheet lands on the pegs (about frame 6); they turn 135° from frame 15
     // to frame 60, then start back.
-    let run = run_checked(&path("pegs.toml"), 75, Deadline::Off, clean);
-    report("pegs", run);
-}
-
-#[test]
-#[ignore = "the strain of violent motion is not bounded yet: 12.38 % at frame 18, 29 % over the run"]
-fn a_cloth_hung_on_turning_pegs_stays_within_strain() {
     let run = run_checked(
         &path("pegs.toml"),
         75,
@@ -261,8 +240,7 @@ fn a_cloth_pinched_between_closing_boxes_stays_clean_and_within_strain() {
 
 /// The checks of a frame without the strain bound: finite and clean. Used for frames out of
 /// time (the strain is what the collision stage alone makes of a frame whose solve was cut
-/// short, and is reported, not bounded) and for the samples whose strain is not yet held
-/// within the bound (their `..._within_strain` twins are ignored until it is).
+/// short, and is reported, not bounded).
 fn clean(
     world: &weft::world::World,
     stats: &weft::runtime::stats::FrameStats,
