@@ -1010,12 +1010,16 @@ impl StrainLimiter {
                     };
                     let cj = if inv_mass[j] > 0.0 { counts[j] } else { 0 };
                     let omega = 1.0 / f64::from(counts[i].max(cj));
+                    // An end held against a body this correction would push it into takes none
+                    // of it (module doc, "Contacts").
                     let (wa, wb) = problem.taking(a as usize, b as usize, -impulse.p);
                     let w = if a as usize == i { wa } else { wb };
-                    dv += impulse.p * (sign * omega * w);
+                    if w > 0.0 {
+                        dv += impulse.p * (sign * omega);
+                    }
                 }
                 if dv != DVec3::ZERO {
-                    *vi = (vi.as_dvec3() + dv).as_vec3();
+                    *vi = (vi.as_dvec3() + dv * f64::from(wi)).as_vec3();
                 }
             }
         });
