@@ -72,9 +72,11 @@
 //!   below the collision impulse's own target `u* = max(0, (s_min − d0)/h)` (Bridson, Fedkiw &
 //!   Anderson 2002, collision impulses with a minimum separation; `d0` the start separation, `s_min`
 //!   the minimum separation) by more than the trigger is restored, by the same inelastic impulse
-//!   `Δv_k = c_k w_k j n̂`, `j = (u* − n̂ · Σ c_k v_k) / Σ c_k² w_k`, aimed one slack `τ ℓ / h` beyond
-//!   `u*` (`ℓ` the shortest rest length: the same inset as the edges'). The trigger is `h` times the
-//!   shortfall above `TRIGGER_FRACTION · τ ℓ`. Vertices that do not move (pinned, obstacle) enter with
+//!   `Δv_k = c_k w_k j n̂`, `j = (u* − n̂ · Σ c_k v_k) / Σ c_k² w_k`, aimed at `u*` exactly: aiming
+//!   one slack beyond it re-pushed every kept collision of a pile at every sweep and fed the pile
+//!   energy (pile-33 rose to 0.70 J from 0.51 J over 90 frames; aimed at `u*`, at most 0.57 J). The
+//!   trigger is `h` times the shortfall above `TRIGGER_FRACTION · τ ℓ` (`ℓ` the shortest rest
+//!   length). Vertices that do not move (pinned, obstacle) enter with
 //!   their velocity at the time the collision is kept, which the stage never changes. Edges and kept
 //!   collisions are thus one Gauss–Seidel iteration over all constraints, as in position-based
 //!   dynamics (Müller et al. 2007), on velocities; a sweep counts as active if it corrected an edge or
@@ -483,7 +485,7 @@ fn shortest_positive(lengths: &[f32]) -> f64 {
 }
 
 /// Restores every kept collision whose relative normal velocity fell short of its minimum by more
-/// than the trigger, to one slack beyond it (module doc, "Contacts"), serially in the order the
+/// than the trigger, to that minimum (module doc, "Contacts"), serially in the order the
 /// collisions were kept. Returns the number of corrections.
 fn project_contacts(contacts: &[KeptContact], problem: &Problem<'_>, v: &mut [Vec3]) -> u32 {
     let mut active = 0;
@@ -501,7 +503,7 @@ fn project_contacts(contacts: &[KeptContact], problem: &Problem<'_>, v: &mut [Ve
         if !short {
             continue;
         }
-        let j = (k.min_speed + problem.contact_slack / problem.h - speed) / k.den;
+        let j = (k.min_speed - speed) / k.den;
         for (&i, &c) in k.verts.iter().zip(&k.c) {
             if c != 0.0 {
                 let w = f64::from(problem.inv_mass[i as usize]);
