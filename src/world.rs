@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes, PoolSizes};
 use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::collide::strain_limit::EdgeDrive;
 use crate::collide::subdivision::{
     CollisionAwareSubdivision, SubdivisionStats, pseudo_step_settings,
 };
@@ -536,6 +537,27 @@ impl Cloth {
             .zip(&self.rest_lengths)
             .map(|(e, l0)| ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs())
             .fold(0.0, f32::max)
+    }
+
+    /// Largest edge strain |l / l0 − 1| now over the free edges, the edges forced by pins and
+    /// those forced by bodies (0 for a class without edges), as [`crate::collide::strain_limit::StrainLimiter::drive`] classifies
+    /// them after the last collision stage (`collide::strain_limit`, "Forced edges").
+    #[must_use]
+    pub fn max_strain_by_drive(&self) -> [f32; 3] {
+        let x = self.state.positions();
+        let inv_mass = self.state.inv_masses();
+        let limiter = self.collision.strain_limiter();
+        let mut out = [0.0f32; 3];
+        for (&e, l0) in self.edges.iter().zip(&self.rest_lengths) {
+            let s = ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs();
+            let k = match limiter.drive(e, inv_mass) {
+                EdgeDrive::Free => 0,
+                EdgeDrive::Pins => 1,
+                EdgeDrive::Bodies => 2,
+            };
+            out[k] = out[k].max(s);
+        }
+        out
     }
 
     /// Kinetic + gravitational + elastic energy (J); air drag and damping
@@ -1121,6 +1143,14 @@ impl World {
                 });
             }
             stats.max_strain = stats.max_strain.max(c.max_strain());
+            let [free, pins, bodies] = c.max_strain_by_drive();
+            stats.max_strain_free = stats.max_strain_free.max(free);
+            stats.max_strain_pins = stats.max_strain_pins.max(pins);
+            stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
+            let [free, pins, bodies] = c.max_strain_by_drive();
+            stats.max_strain_free = stats.max_strain_free.max(free);
+            stats.max_strain_pins = stats.max_strain_pins.max(pins);
+            stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
             if let Some(iso) = &c.isometric {
                 let strain = iso.base_edge_strain();
                 stats.base_strain_midpoint =

@@ -1007,15 +1007,19 @@ fn stress(
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
     );
     println!(
-        "| scene | frames | budget ms | median ms | worst ms | worst/budget | frames > 2x budget | max strain % | last resorts | outcome |"
+        "| scene | frames | budget ms | median ms | worst ms | worst/budget | frames > 2x budget | max strain % | free edges % | forced by pins % | forced by bodies % | last resorts | outcome |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut bad = false;
     for r in &rows {
         let times: Vec<f64> = r.frames.iter().map(|s| s.frame_ms).collect();
         let worst = times.iter().copied().fold(0.0f64, f64::max);
         let median = percentile(&times, 0.5);
-        let strain = r.frames.iter().map(|s| s.max_strain).fold(0.0f32, f32::max);
+        let largest = |f: fn(&FrameStats) -> f32| r.frames.iter().map(f).fold(0.0f32, f32::max);
+        let strain = largest(|s| s.max_strain);
+        let free = largest(|s| s.max_strain_free);
+        let pins = largest(|s| s.max_strain_pins);
+        let bodies = largest(|s| s.max_strain_bodies);
         let resorts: u32 = r.frames.iter().map(|s| s.last_resorts).sum();
         let (ratio, over) = match r.budget_ms {
             Some(b) => (
@@ -1039,7 +1043,7 @@ fn stress(
             }
         };
         println!(
-            "| {} | {} | {} | {:.1} | {:.1} | {} | {} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |",
             r.name,
             r.frames.len(),
             r.budget_ms.map_or_else(|| "-".into(), |b| format!("{b}")),
@@ -1048,6 +1052,9 @@ fn stress(
             ratio,
             over,
             100.0 * strain,
+            100.0 * free,
+            100.0 * pins,
+            100.0 * bodies,
             resorts,
             outcome
         );

@@ -638,6 +638,7 @@ impl ClothCollision {
         let mut stats = CollisionStats::default();
         let mut clock = Instant::now();
         let n = self.n;
+        self.strain.forget_contacts();
         if let Some(limit) = &settings.strain_limit {
             let report =
                 self.strain
@@ -798,6 +799,13 @@ impl ClothCollision {
         stats.arena_bytes = arena.allocated_bytes() - arena.chunk_capacity();
         self.candidates_high_water = self.candidates_high_water.max(candidates.capacity());
         stats
+    }
+
+    /// The strain limiter, with what the last stage's kept collisions hold
+    /// ([`StrainLimiter::holds`]).
+    #[must_use]
+    pub fn strain_limiter(&self) -> &StrainLimiter {
+        &self.strain
     }
 
     /// Implicit velocity smoothing of the cloth's end velocities `v`, when the
@@ -1242,6 +1250,17 @@ impl ClothCollision {
             let d0 = stencil.separation(&self.x0) as f32;
             let mu = self.pair_friction(c);
             response::collision_impulse(&stencil, d0, s_min, h, mu, &mut self.v, &self.inv_mass);
+            // The limiter keeps this collision resolved in its next sweeps (strain_limit, "Contacts").
+            if settings.strain_limit.is_some() {
+                stats.pool_grew |= self.strain.keep_contact(
+                    &stencil,
+                    f64::from(d0),
+                    f64::from(s_min),
+                    h,
+                    &self.v,
+                    &self.inv_mass,
+                );
+            }
         }
         hits
     }

@@ -32,6 +32,17 @@ pub struct FrameStats {
     pub contacts_released: u32,
     /// Largest edge strain |l / l0 − 1| at the end of the frame.
     pub max_strain: f32,
+    /// [`FrameStats::max_strain`] over the *free* edges only: those with an end that neither a pin
+    /// nor a kinematic body drives (`collide::strain_limit`, "Forced edges"). The strain limiter
+    /// answers for these.
+    pub max_strain_free: f32,
+    /// [`FrameStats::max_strain`] over the edges forced by pins (both ends kinematic); 0 when there
+    /// is none.
+    pub max_strain_pins: f32,
+    /// [`FrameStats::max_strain`] over the edges forced by bodies (each end pinned or held against a
+    /// kinematic body by a collision of the cloth's last collision stage, one at least held); 0 when
+    /// there is none.
+    pub max_strain_bodies: f32,
     /// Kinetic + gravitational + elastic energy at the end of the frame (J).
     pub energy: f64,
     /// True if the frame's wall-clock deadline passed during the frame.
@@ -146,6 +157,9 @@ impl FrameStats {
         self.contacts += o.contacts;
         self.contacts_released += o.contacts_released;
         self.max_strain = self.max_strain.max(o.max_strain);
+        self.max_strain_free = self.max_strain_free.max(o.max_strain_free);
+        self.max_strain_pins = self.max_strain_pins.max(o.max_strain_pins);
+        self.max_strain_bodies = self.max_strain_bodies.max(o.max_strain_bodies);
         self.energy += o.energy;
         self.deadline_hit |= o.deadline_hit;
         self.proximity_pairs += o.proximity_pairs;
