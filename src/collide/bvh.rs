@@ -15,7 +15,7 @@
 //!
 //! [`Bvh::build`] fixes the topology when a cloth or obstacle is created; each substep only calls
 //! [`Bvh::refit`], which copies the new leaf boxes and recomputes every parent as the union of its two children,
-//! bottom-up, in `O(n)` without allocating. METHODS §3.3 reads "recalculate the hierarchy" [003 §5] as such a
+//! bottom-up, in `O(n)` without allocating. weft reads "recalculate the hierarchy" (Bridson et al. 2002 §5) as such a
 //! refit; a rebuild happens only when the caller asks for one (it can watch [`Bvh::sah_cost`] grow as the cloth
 //! deforms away from the shape it was built on).
 //!

@@ -16,7 +16,7 @@
 //! | `h` | `h`, the (sub)step | s |
 //! | `L0` | `rest[e]` | m |
 //! | `s_t`, `s_c` | [`StrainLimit::max_stretch`], [`StrainLimit::max_compress`] | – |
-//! | strain-rate limit `r` [003 §3] | [`StrainLimiter::set_rate_limit`] | – |
+//! | strain-rate limit `r` (Bridson et al. 2002 §3) | [`StrainLimiter::set_rate_limit`] | – |
 //!
 //! # The impulse pair (METHODS eq. 3.5)
 //!
@@ -30,9 +30,9 @@
 //! instead (the identity above holds for any unit direction when `d = 0`); if that vanishes too the edge
 //! cannot be corrected and is left as it is (its violation stays in the report).
 //!
-//! # Admissible lengths (METHODS appendix item 9, source notes (a) and (b))
+//! # Admissible lengths
 //!
-//! METHODS asks to keep `s_c` separate from `s_t` and to expose the strain *rate* limit of [003 §3]
+//! weft keeps `s_c` separate from `s_t` and exposes the strain *rate* limit of Bridson et al. 2002 §3
 //! separately from the strain limit. The strain interval is `[(1 − s_c) L0, (1 + s_t) L0]`. The optional
 //! rate limit `r` ([`StrainLimiter::set_rate_limit`], off by default) bounds the length change over the step relative to the
 //! start-of-step length `L_n = |x_j − x_i|`: `[(1 − r) L_n, (1 + r) L_n]`. The admissible interval is the
@@ -796,7 +796,7 @@ impl StrainLimiter {
         grew
     }
 
-    /// Sets the optional strain-rate limit `r` ([003 §3], METHODS-bw-bridson §3.2 source note (a)): the
+    /// Sets the optional strain-rate limit `r` (Bridson et al. 2002 §3): the
     /// predicted length may differ from the start-of-step length by at most `r` times it. `None` (the
     /// default) disables it. Where it conflicts with the strain interval the strain limit wins (module doc).
     ///
