@@ -1,12 +1,12 @@
-//! Per-stage benches (issue 5) on states taken from the canonical scenes:
+//! Per-stage benches on states taken from the canonical scenes:
 //!
 //! - `stage/assemble`: forces and Jacobians of the Baraff–Witkin model into
-//!   the block system (METHODS-bw-bridson eq. 2.14, 2.17) for drape-33/65/101
+//!   the block system (Baraff & Witkin 1998, the linearised implicit step) for drape-33/65/101
 //!   after 30 frames (the cloth lies on the sphere), at 1 and 2 threads;
 //! - `stage/proximity`: the narrow phase of the proximity stage — for every
 //!   self-collision candidate pair of triangles from the BVH, the six
 //!   point–triangle and nine edge–edge tests of Bridson 2002 §5
-//!   (METHODS-bw-bridson §3.4–3.5) — on pile-65 after 60 frames (folded);
+//!   (Bridson et al. 2002 §5) — on pile-65 after 60 frames (folded);
 //! - `stage/impact_zones`: the rigid motion of impact zones (eq. 3.16–3.21) on
 //!   the same state, for 64 zones of 8 × 8 vertices and one zone of the whole
 //!   cloth.

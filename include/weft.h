@@ -64,7 +64,7 @@
 // Bending force integrated implicitly with everything else (the default).
 #define WEFT_BENDING_INTEGRATION_IMPLICIT 0
 
-// Bending force explicit, the rest implicit (IMEX, METHODS-bw-bridson §4.8).
+// Bending force explicit, the rest implicit (IMEX, Bridson's course notes, *Implicit/Explicit Methods*).
 #define WEFT_BENDING_INTEGRATION_IMEX 1
 
 // Iteration caps fixed at the world descriptor's (the default).
@@ -573,7 +573,7 @@ typedef struct weft_step_stats {
   // Isometric cloths: nodes given contact rows, summed over substeps.
   uint32_t contact_rows;
   // Isometric cloths: largest base-edge strain at the end of the frame,
-  // through the edge's midpoint node (METHODS-wang §10).
+  // through the edge's midpoint node (Wang 2012 Fig. 4.2; `docs/methods/references.md`).
   double base_strain_midpoint;
   // Isometric cloths: largest base-edge strain end to end.
   double base_strain_end_to_end;

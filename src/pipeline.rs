@@ -8,7 +8,7 @@
 //!   solve        filtered PCG within the iteration cap and the deadline
 //!   finish       x, v written back; contact release; friction
 //!   control      the substep is undone and retried as two half steps when the
-//!                stretch changed too much (METHODS-bw-bridson §2.11)
+//!                stretch changed too much (Baraff & Witkin 1998, *Adaptive time stepping*)
 //! ```
 //! Colliders are advanced by the world after every cloth has taken the substep.
 #![deny(unsafe_code)]
@@ -30,7 +30,7 @@ const MAX_IMEX_PIECES: u32 = 1024;
 /// Advances `cloth` by `h` with step control: a rejected substep is retried
 /// as two substeps of h/2, recursively, at most `max_halvings` deep.
 ///
-/// IMEX step limit (METHODS-bw-bridson §4.9): with explicit elastic bending
+/// IMEX step limit (Bridson's course notes, the bending step limit of *Interlude*): with explicit elastic bending
 /// a substep longer than the cloth's limit
 /// ([`crate::integrate::implicit_euler::ImplicitEuler::explicit_bending_step_limit`],
 /// at the positions now) is first split into `2^k` equal pieces, the fewest
@@ -316,7 +316,7 @@ fn advance(
     z.end();
     let z = profile::zone(Stage::Collide);
 
-    // Collisions on v½ = (x* − x0)/h = v1 + y/h (METHODS-bw-bridson §3.1); the
+    // Collisions on v½ = (x* − x0)/h = v1 + y/h (Bridson et al. 2002 §4); the
     // end velocity keeps BW's v1 plus the collision corrections:
     // v = v1 + (v½_corrected − v½) = v½_corrected − y/h.
     let inv_h = 1.0 / h;

@@ -2,7 +2,7 @@
 //!
 //! The state is stored as structure-of-arrays in `f32`, the layout engines hand
 //! weft and read back (`x`, `v` are packed `[f32; 3]` per vertex, so a host can
-//! read positions without a copy). Masses are lumped (METHODS-bw-bridson eq. 1.1):
+//! read positions without a copy). Masses are lumped (Baraff & Witkin 1998: a third of each incident triangle's mass):
 //! each vertex carries a third of the mass of every triangle around it. A vertex
 //! with inverse mass 0 is pinned: no force moves it, only its prescribed motion.
 #![deny(unsafe_code)]
@@ -199,7 +199,7 @@ impl Default for StateHasher {
 }
 
 /// Lumped masses: each vertex gets a third of ρ·A of every adjacent triangle
-/// (METHODS-bw-bridson eq. 1.1), with `areas` the rest areas (m²) and `density`
+/// (Baraff & Witkin 1998: a third of each incident triangle's mass), with `areas` the rest areas (m²) and `density`
 /// the areal density ρ (kg/m²). Summed in f64 in triangle order.
 ///
 /// A vertex that belongs to no triangle gets mass 0; callers reject such meshes.

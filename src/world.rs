@@ -67,7 +67,7 @@ impl Default for WorldSettings {
     }
 }
 
-/// Step rejection (METHODS-bw-bridson §2.11): a substep whose per-triangle
+/// Step rejection (Baraff & Witkin 1998, *Adaptive time stepping*): a substep whose per-triangle
 /// stretch changes by more than `max_stretch_change` (relative) is undone and
 /// retried as two half steps, at most `max_halvings` times deep.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -420,7 +420,7 @@ impl Cloth {
     /// isometric_cloth`): `desc.mesh` is the input (base) mesh; the cloth's state, triangles,
     /// edges and every output are its 4:1 subdivision, black nodes first with the input's vertex
     /// indices (so `desc.pins`, given on the input mesh, pin black nodes). Masses are the areal
-    /// density times ⅓ of the incident subdivided triangles' rest areas (METHODS-wang §0).
+    /// density times ⅓ of the incident subdivided triangles' rest areas (Wang 2012 §3.1; `docs/methods/references.md`).
     /// `desc.model` (Baraff–Witkin) is not used by the step.
     pub fn new_isometric(desc: ClothDesc, iso: IsometricDesc) -> Result<Self, ClothError> {
         desc.mesh.validate()?;
@@ -1672,7 +1672,7 @@ impl From<RangeError> for MeshError {
 }
 
 /// Collision-aware Loop subdivision of the cloths' output meshes (Bridson 2002,
-/// METHODS-bw-bridson §3.11; [`crate::collide::subdivision`]): what `weft run
+/// Bridson et al. 2002 §7; [`crate::collide::subdivision`]): what `weft run
 /// --subdivide K` writes and draws. Output only: the simulated state is not touched.
 impl World {
     /// One [`CollisionAwareSubdivision`] of `levels` Loop levels per cloth, in cloth order,

@@ -1,5 +1,5 @@
 //! Discrete-shell (dihedral) bending in whole scenes: a sheet pinned along one edge
-//! droops less as the bending stiffness rises; IMEX (explicit elastic bending, METHODS-bw-bridson §4.8)
+//! droops less as the bending stiffness rises; IMEX (explicit elastic bending, Bridson's course notes, *Implicit/Explicit Methods*)
 //! agrees with implicit bending on a small, slow problem; IMEX beyond its step limit (§4.9) is split
 //! into pieces that respect it; bad option values are typed errors.
 //!

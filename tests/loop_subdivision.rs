@@ -1,5 +1,5 @@
 //! Collision-aware Loop subdivision of output meshes (Bridson 2002,
-//! METHODS-bw-bridson §3.11). On frames of a crumpling cloth the independent checker
+//! Bridson et al. 2002 §7). On frames of a crumpling cloth the independent checker
 //! (tests/support) finds no intersection in the collision-aware output, while the plain Loop
 //! positions of the same frames do intersect: the collision step is what keeps them apart.
 

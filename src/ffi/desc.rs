@@ -74,7 +74,7 @@ pub const WEFT_BENDING_BARAFF_WITKIN: u32 = 0;
 pub const WEFT_BENDING_DIHEDRAL: u32 = 1;
 /// Bending force integrated implicitly with everything else (the default).
 pub const WEFT_BENDING_INTEGRATION_IMPLICIT: u32 = 0;
-/// Bending force explicit, the rest implicit (IMEX, METHODS-bw-bridson §4.8).
+/// Bending force explicit, the rest implicit (IMEX, Bridson's course notes, *Implicit/Explicit Methods*).
 pub const WEFT_BENDING_INTEGRATION_IMEX: u32 = 1;
 /// Iteration caps fixed at the world descriptor's (the default).
 pub const WEFT_GOVERNOR_FIXED: u32 = 0;
@@ -521,7 +521,7 @@ pub struct weft_step_stats {
     /// Isometric cloths: nodes given contact rows, summed over substeps.
     pub contact_rows: u32,
     /// Isometric cloths: largest base-edge strain at the end of the frame,
-    /// through the edge's midpoint node (METHODS-wang §10).
+    /// through the edge's midpoint node (Wang 2012 Fig. 4.2; `docs/methods/references.md`).
     pub base_strain_midpoint: f64,
     /// Isometric cloths: largest base-edge strain end to end.
     pub base_strain_end_to_end: f64,

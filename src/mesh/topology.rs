@@ -16,7 +16,7 @@
 //! - On an interior edge `[a, b]`, `edge_triangles(e)[0]` is the triangle whose winding runs
 //!   `a -> b` and `[1]` the one running `b -> a`. This choice depends only on the vertex indices, so
 //!   permuting the triangle list only relabels triangles: hinges keep their vertex order.
-//! - Hinge vertex order is that of Bridson–Marino–Fedkiw 2003 (METHODS-bw-bridson §4.3): see
+//! - Hinge vertex order is that of Bridson, Marino & Fedkiw 2003: see
 //!   [`Hinge`].
 #![deny(unsafe_code)]
 
@@ -28,11 +28,11 @@ pub const NO_TRIANGLE: u32 = u32::MAX;
 
 /// Two triangles sharing an interior edge, with vertices ordered for the dihedral-angle formulas.
 ///
-/// Vertex order follows METHODS-bw-bridson §4.3 (Bridson–Marino–Fedkiw 2003):
+/// Vertex order follows Bridson, Marino & Fedkiw 2003:
 /// `verts = [x1, x2, x3, x4]`, where `x1` is the wing (opposite) vertex of `triangles[0]`, `x2` the
 /// wing of `triangles[1]`, and the shared edge runs `x3 -> x4` in the winding of `triangles[0]`
 /// (so `x4 -> x3` in `triangles[1]`). Then `N1 = (x1-x3)×(x1-x4)` and `N2 = (x2-x4)×(x2-x3)`
-/// (Bridson–Marino–Fedkiw 2003, METHODS-bw-bridson eq. 4.3) are both the winding normals of their
+/// (Bridson, Marino & Fedkiw 2003) are both the winding normals of their
 /// triangles, and on a flat hinge they point the same way.
 ///
 /// Here `x3 < x4` always (because `triangles[0]` is the triangle running low -> high; see the module
@@ -428,7 +428,7 @@ mod tests {
         let hinge_edges: Vec<u32> = topo.hinges().iter().map(|h| h.edge).collect();
         let interior: Vec<u32> = (0..ne as u32).filter(|e| !boundary.contains(e)).collect();
         assert_eq!(hinge_edges, interior);
-        // Hinge orientation: N1, N2 of METHODS eq. 4.3 are the triangle winding normals.
+        // Hinge orientation: N1, N2 of Bridson, Marino & Fedkiw 2003 are the triangle winding normals.
         for h in topo.hinges() {
             let [x1, x2, x3, x4] = h.verts.map(|v| m.positions[v as usize]);
             let n1 = (x1 - x3).cross(x1 - x4);

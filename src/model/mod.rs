@@ -6,17 +6,17 @@
 //! allocates, and nothing here knows about meshes beyond its element's vertices.
 //!
 //! - [`baraff_witkin`]: Baraff–Witkin 1998 stretch, shear and bend conditions with their damping
-//!   (METHODS-bw-bridson §2.1–2.5), including the definiteness treatment the implicit solver needs.
+//!   (Baraff & Witkin 1998, *Cloth forces* and *Damping*), including the definiteness treatment the implicit solver needs.
 //! - [`constraint`]: the [`constraint::ConstraintSet`] interface between scalar constraint families and the
 //!   projection solvers (Wang 2012).
-//! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (METHODS-bw-bridson §2.3, §4.3),
+//! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (Bridson, Marino & Fedkiw 2003),
 //!   shared by the Baraff–Witkin bend condition and discrete-shell bending.
 //! - [`discrete_shell`]: discrete-shell (dihedral) bending with rest angles and bending damping, the
-//!   course-notes force in Bridson–Marino–Fedkiw 2003 form (METHODS-bw-bridson §4.1–4.6).
+//!   course-notes force in Bridson–Marino–Fedkiw 2003 form (Bridson's course notes, *Bending energy* to *Shells*).
 //! - [`isometric`]: Wang 2012 inextensibility, conforming and boundary constraints on the 4:1
-//!   subdivided mesh (eq. 3.1–3.4, METHODS-wang §2–3), as one [`constraint::ConstraintSet`].
+//!   subdivided mesh (Wang 2012 eq. 3.1–3.4), as one [`constraint::ConstraintSet`].
 //! - [`quadratic_bending`]: Wang 2012 Crouzeix–Raviart bending on the red nodes with rest curvature
-//!   and a per-step frozen rotation (eq. 3.5–3.8, METHODS-wang §4–5).
+//!   and a per-step frozen rotation (Wang 2012 eq. 3.5–3.8).
 #![deny(unsafe_code)]
 
 pub mod baraff_witkin;

@@ -88,7 +88,7 @@ pub struct FrameStats {
     /// Isometric cloths: nodes given contact rows (Table 3.1 line 4), summed over substeps.
     pub contact_rows: u32,
     /// Isometric cloths: largest base-edge strain at the end of the frame, measured through the
-    /// edge's red node, `(‖x_p − x_m‖ + ‖x_m − x_q‖)/ℓ − 1` (METHODS-wang §10).
+    /// edge's red node, `(‖x_p − x_m‖ + ‖x_m − x_q‖)/ℓ − 1` (Wang 2012 Fig. 4.2; `docs/methods/references.md`).
     pub base_strain_midpoint: f64,
     /// Isometric cloths: largest base-edge strain end to end, `‖x_p − x_q‖/ℓ − 1`.
     pub base_strain_end_to_end: f64,

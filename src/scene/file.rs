@@ -108,7 +108,7 @@ pub struct SolverSection {
     /// Step control: largest number of halvings (0 disables).
     #[serde(default = "default_halvings")]
     pub max_halvings: u32,
-    /// `"implicit"` (default) or `"imex"`: elastic bending explicit (METHODS-bw-bridson §4.8),
+    /// `"implicit"` (default) or `"imex"`: elastic bending explicit (Bridson's course notes, *Implicit/Explicit Methods*),
     /// substeps longer than its step limit (§4.9) split in halves.
     #[serde(default)]
     pub bending_integration: BendingIntegrationKind,
@@ -172,7 +172,7 @@ impl Default for SolverSection {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IsometricSolverSection {
-    /// Strain tolerance ε (fraction): the Gauss–Newton stopping test (METHODS-wang §11.3).
+    /// Strain tolerance ε (fraction): the Gauss–Newton stopping test (Wang 2012's "strain limit").
     #[serde(default = "default_strain_tolerance")]
     pub strain_tolerance: f64,
     /// Gauss–Newton iteration cap per projection (the budget's Newton cap).

@@ -55,7 +55,7 @@
 //! gives at most 72 bits, held exactly by `Two-Product` as two doubles; every non-zero
 //! intermediate value, error terms included, lies between about `1e-152` and `4e115` in
 //! magnitude, far inside `f64`'s range, so nothing overflows or underflows. These predicates are
-//! general geometry, not one of the numbered equations of `reference/METHODS*.md`.
+//! general geometry, not a numbered equation of any paper weft cites.
 //!
 //! Solid depths are measurements, not decisions, and are computed in `f64` without exactness.
 //!
