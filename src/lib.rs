@@ -49,4 +49,9 @@ pub mod world;
 #[cfg(test)]
 mod testing;
 
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
 pub use world::{ClothDesc, ColliderDesc, StepError, World, WorldSettings};

@@ -8,7 +8,8 @@
 //! - [`camera`]: the pinhole camera (`[camera]` in a scene file) and the
 //!   default framing of a bounding box;
 //! - [`raster`]: the z-buffered, supersampled triangle rasteriser with
-//!   two-sided Lambert shading and a procedural ground grid;
+//!   two-sided Lambert shading, a procedural ground grid and a soft contact
+//!   shadow under cloths and obstacles (`shadow.rs`);
 //! - [`plot`]: line plots with axes, ticks, labels and a legend, as SVG.
 //!
 //! No GPU, no external programs; PNG encoding uses the `png` crate.
@@ -17,6 +18,7 @@
 pub mod camera;
 pub mod plot;
 pub mod raster;
+mod shadow;
 
 pub use camera::{Bounds, Camera};
 pub use raster::{Image, Renderer, Style, Surface, SurfaceKind};

@@ -21,8 +21,9 @@
 //! 4. shading ([`Style`]): two-sided Lambert, `base · (ambient + key·max(0,
 //!    n·l) + headlight·max(0, n·v))` with n turned towards the viewer; the
 //!    side is that of the triangle's winding normal, and cloth has distinct
-//!    front and back colours; the ground gets a procedural grid and fades
-//!    into the background with distance;
+//!    front and back colours; the ground gets a procedural grid, darkens
+//!    under what is above it (`shadow.rs`) and fades into the background with
+//!    distance;
 //! 5. the samples of each pixel are averaged (box filter) into 8-bit RGB.
 //!
 //! Colours are treated as display values (no gamma conversion).
@@ -35,6 +36,7 @@ use rayon::prelude::*;
 
 use super::RenderError;
 use super::camera::Camera;
+use super::shadow::ShadowMap;
 
 /// What a surface is, which picks its colour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,6 +268,8 @@ pub struct Renderer {
     vertex_normals: Vec<Vec3>,
     clip: Vec<Vec4>,
     prepared: Vec<Prepared>,
+    /// The ground's contact shadow, rebuilt every frame.
+    shadow: ShadowMap,
 }
 
 impl Renderer {
@@ -302,6 +306,7 @@ impl Renderer {
             vertex_normals: Vec::new(),
             clip: Vec::new(),
             prepared: Vec::new(),
+            shadow: ShadowMap::default(),
         })
     }
 
@@ -331,8 +336,9 @@ impl Renderer {
         for surface in surfaces {
             self.prepare_surface(surface);
         }
+        self.shadow.build(surfaces);
         let background = self.shader.style.background;
-        let (sw, prepared, shader) = (self.sw, &self.prepared, &self.shader);
+        let (sw, prepared, shader, shadow) = (self.sw, &self.prepared, &self.shader, &self.shadow);
         self.colour
             .par_chunks_mut(BAND_ROWS * sw)
             .zip(self.depth.par_chunks_mut(BAND_ROWS * sw))
@@ -342,7 +348,7 @@ impl Renderer {
                 depth.fill(0.0);
                 let rows = band * BAND_ROWS..band * BAND_ROWS + colour.len() / sw;
                 for tri in prepared {
-                    raster_rows(tri, rows.clone(), sw, colour, depth, shader);
+                    raster_rows(tri, rows.clone(), sw, colour, depth, shader, shadow);
                 }
             });
         Ok(self.resolve())
@@ -519,6 +525,7 @@ fn raster_rows(
     colour: &mut [[f32; 3]],
     depth: &mut [f32],
     shader: &Shader,
+    shadow: &ShadowMap,
 ) {
     let (r0, r1) = (t.y0.max(rows.start), t.y1.min(rows.end));
     let (ex, ey, e0, iw) = (&t.ex, &t.ey, &t.e0, &t.iw);
@@ -558,7 +565,7 @@ fn raster_rows(
             let w = 1.0 / inv_w;
             let p = (b[0] * t.world[0] + b[1] * t.world[1] + b[2] * t.world[2]) * w;
             let n = (b[0] * t.normal[0] + b[1] * t.normal[1] + b[2] * t.normal[2]) * w;
-            colour[idx] = shader.shade(t.kind, t.front, p, n);
+            colour[idx] = shader.shade(t.kind, t.front, p, n, shadow);
         }
     }
 }
@@ -566,7 +573,14 @@ fn raster_rows(
 impl Shader {
     /// The colour of a surface sample at world position `p` with
     /// interpolated normal `n` (module doc, step 4).
-    fn shade(&self, kind: SurfaceKind, front: bool, p: Vec3, n: Vec3) -> [f32; 3] {
+    fn shade(
+        &self,
+        kind: SurfaceKind,
+        front: bool,
+        p: Vec3,
+        n: Vec3,
+        shadow: &ShadowMap,
+    ) -> [f32; 3] {
         let st = &self.style;
         let to_eye = self.eye - p;
         let dist = to_eye.length();
@@ -582,6 +596,10 @@ impl Shader {
         };
         let mut c = base.map(|b| (b * light).min(1.0));
         if kind == SurfaceKind::Ground {
+            let dim = 1.0 - shadow.darkening(p.x, p.z);
+            for ci in &mut c {
+                *ci *= dim;
+            }
             let (f0, f1) = self.fog;
             let t = ((dist - f0) / (f1 - f0)).clamp(0.0, 1.0);
             let t = t * t * (3.0 - 2.0 * t);
