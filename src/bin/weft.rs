@@ -315,7 +315,7 @@ fn compare(runs: &[String], columns: &[String], out: &Path) -> Result<(), Failur
     }
     fs::create_dir_all(out).map_err(|e| io_err(out, e))?;
     for column in columns {
-        let mut plot = Plot::new(column.clone(), "frame", column.clone());
+        let mut plot = Plot::new(column.clone(), "frame", axis_label(column));
         plot.y_from_zero = true;
         for (label, path, table) in &tables {
             plot.series
@@ -326,6 +326,26 @@ fn compare(runs: &[String], columns: &[String], out: &Path) -> Result<(), Failur
         println!("wrote {}", file.display());
     }
     Ok(())
+}
+
+/// A `stats.csv` column with its unit, for a plot axis.
+fn axis_label(column: &str) -> String {
+    let unit = if column.ends_with("_ms") {
+        "ms"
+    } else if column == "time_s" {
+        "s"
+    } else if column.ends_with("_j") {
+        "J"
+    } else if column.contains("strain") {
+        "fraction of the rest length"
+    } else if column == "arena_bytes" {
+        "bytes"
+    } else if column == "cg_residual" {
+        "relative residual"
+    } else {
+        "count"
+    };
+    format!("{column} ({unit})")
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Failure {

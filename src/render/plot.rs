@@ -132,7 +132,20 @@ impl Plot {
         // Axis limits: the data range rounded out to the outer ticks.
         let (x0, x1) = (x_lo.min(xt[0]), x_hi.max(xt[xt.len() - 1]));
         let (y0, y1) = (y_lo.min(yt[0]), y_hi.max(yt[yt.len() - 1]));
-        let (left, right) = (MARGIN_LEFT, w - MARGIN_RIGHT);
+        // The legend sits right of the plot area, never over the data.
+        let longest = self
+            .series
+            .iter()
+            .map(|x| x.name.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        let (lw, lh) = (36.0 + 7.0 * longest, 8.0 + 16.0 * self.series.len() as f64);
+        let legend_room = if self.series.is_empty() {
+            0.0
+        } else {
+            (lw + 16.0).min(0.4 * w)
+        };
+        let (left, right) = (MARGIN_LEFT, w - MARGIN_RIGHT - legend_room);
         let (top, bottom) = (MARGIN_TOP, h - MARGIN_BOTTOM);
         let sx = |x: f64| left + (x - x0) / (x1 - x0) * (right - left);
         let sy = |y: f64| bottom - (y - y0) / (y1 - y0) * (bottom - top);
@@ -220,15 +233,8 @@ impl Plot {
             }
             let _ = writeln!(s, "</g>");
         }
-        // Legend, top right inside the plot area.
-        let longest = self
-            .series
-            .iter()
-            .map(|x| x.name.chars().count())
-            .max()
-            .unwrap_or(0) as f64;
-        let (lw, lh) = (36.0 + 7.0 * longest, 8.0 + 16.0 * self.series.len() as f64);
-        let (lx0, ly0) = (right - lw - 8.0, top + 8.0);
+        // Legend, right of the plot area, level with its top.
+        let (lx0, ly0) = (right + 12.0, top);
         if !self.series.is_empty() {
             let _ = writeln!(
                 s,
@@ -361,5 +367,40 @@ mod tests {
         p.series.push(Series::line("nan", vec![(0.0, f64::NAN)]));
         let svg = p.to_svg();
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn the_legend_lies_right_of_every_data_point() {
+        let mut p = Plot::new("t", "x", "y");
+        p.series.push(Series::line(
+            "a long series name",
+            vec![(0.0, 0.0), (10.0, 5.0)],
+        ));
+        p.series
+            .push(Series::line("b", vec![(0.0, 5.0), (10.0, 0.0)]));
+        let svg = p.to_svg();
+        let marker = r#"<g class="legend"><rect x=""#;
+        let legend = svg.find(marker).expect("a legend");
+        let x: f64 = svg[legend + marker.len()..]
+            .split('"')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .expect("the legend's x");
+        let max_data_x = svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline points=") && !l.contains("fill"))
+            .flat_map(|l| {
+                l[18..]
+                    .trim_end_matches("\"/>")
+                    .split(' ')
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|pt| pt.split(',').next().and_then(|v| v.parse::<f64>().ok()))
+            .fold(f64::MIN, f64::max);
+        assert!(
+            max_data_x > 0.0 && x > max_data_x,
+            "legend at {x}, data to {max_data_x}"
+        );
     }
 }
