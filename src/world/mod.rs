@@ -1,0 +1,446 @@
+//! The simulation world: cloths, colliders, settings, and the frame entry point.
+//!
+//! A [`World`] owns everything a frame touches. Cloths are created from a
+//! [`ClothDesc`] (validated, then every buffer a step needs is sized once);
+//! colliders from a [`ColliderDesc`]. [`World::step`] advances one frame by
+//! running the substep pipeline of [`crate::pipeline`] over every cloth.
+#![deny(unsafe_code)]
+
+mod bodies;
+mod cloth;
+mod edit;
+mod frame;
+mod output;
+
+pub use bodies::{Animated, Collider, ColliderDesc, Obstacle, ObstacleDesc, motion_between};
+pub(crate) use bodies::{check_motion, check_pose, check_shape, tessellate};
+pub use cloth::{Cloth, ClothDesc, ClothError};
+pub use edit::EditError;
+
+use std::sync::Arc;
+
+use glam::Vec3;
+
+use crate::collide::shapes::Motion;
+use crate::collide::track::{Track, TrackError};
+use crate::integrate::contact::ColliderView;
+use crate::integrate::isometric_cloth::IsometricDesc;
+use crate::limits::{self, RangeError};
+use crate::mesh::MeshError;
+use crate::runtime::budget::{Budget, Clock, Governor, SystemClock};
+use crate::runtime::stats::FrameStats;
+use crate::state::StateHasher;
+
+/// World-wide settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldSettings {
+    /// Gravity (m/s²).
+    pub gravity: Vec3,
+    /// Substeps per frame.
+    pub substeps: u32,
+    /// The frame budget.
+    pub budget: Budget,
+    /// Adaptive step control.
+    pub step_control: StepControl,
+    /// Compute the total energy into the frame stats (one extra element pass).
+    pub energy_stats: bool,
+    /// Wind on every cloth (`model::wind`); `None` = still air.
+    pub wind: Option<crate::model::wind::Wind>,
+}
+
+impl Default for WorldSettings {
+    fn default() -> Self {
+        Self {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            substeps: 2,
+            budget: Budget::default(),
+            step_control: StepControl::default(),
+            energy_stats: false,
+            wind: None,
+        }
+    }
+}
+
+/// Step rejection (Baraff & Witkin 1998, *Adaptive time stepping*): a substep whose per-triangle
+/// stretch changes by more than `max_stretch_change` (relative) is undone and
+/// retried as two half steps, at most `max_halvings` times deep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepControl {
+    /// Largest accepted relative change of max(|w_u|, |w_v|) in one substep.
+    pub max_stretch_change: f32,
+    /// Largest number of successive halvings (0 disables step control).
+    pub max_halvings: u32,
+}
+
+impl Default for StepControl {
+    fn default() -> Self {
+        Self {
+            max_stretch_change: 0.1,
+            max_halvings: 3,
+        }
+    }
+}
+
+/// A simulation failure: a lost invariant.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    /// A position or velocity became NaN or infinite.
+    #[error("cloth {cloth} ({name}): non-finite state after frame {frame}")]
+    NonFinite {
+        /// Cloth index.
+        cloth: usize,
+        /// Cloth name.
+        name: String,
+        /// Frame number.
+        frame: u64,
+    },
+    /// The frame length, or its substep, is outside its range ([`limits::check_frame_dt`]).
+    #[error("frame time step {dt:e} s refused: {message}")]
+    BadTimeStep {
+        /// The rejected dt.
+        dt: f32,
+        /// The range it missed.
+        message: String,
+    },
+    /// A world setting changed through [`World::settings_mut`] is outside its range.
+    #[error("world settings: {0}")]
+    Settings(RangeError),
+}
+
+/// The world: cloths, colliders, settings and time.
+#[derive(Debug)]
+pub struct World {
+    pub(crate) settings: WorldSettings,
+    pub(crate) cloths: Vec<Cloth>,
+    pub(crate) colliders: Vec<Collider>,
+    pub(crate) collider_views: Vec<ColliderView>,
+    /// Per collider: the obstacle vertices of its tessellation (`ObstacleMeshes`).
+    collider_vertices: Vec<[u32; 2]>,
+    pub(crate) obstacles: Vec<Obstacle>,
+    obstacle_tris: Vec<[u32; 3]>,
+    obstacle_x0: Vec<Vec3>,
+    obstacle_x1: Vec<Vec3>,
+    obstacle_friction: Vec<f32>,
+    obstacle_thickness: Vec<f32>,
+    /// Per obstacle vertex, the Coulomb coefficient the collision stage applies to isometric
+    /// cloths: `obstacle_friction`, except on analytic colliders' tessellations, which carry the
+    /// collider's own coefficient (an isometric cloth has no analytic contact filters to apply it).
+    obstacle_contact_friction: Vec<f32>,
+    /// Per obstacle vertex: it belongs to the tessellation of a curved analytic collider
+    /// ([`Shape::repels_from_surface`]), whose repulsion the collision stage takes from the exact surface
+    /// ([`ObstacleMeshes::analytic`]).
+    obstacle_analytic: Vec<bool>,
+    /// Keyframe tracks driving colliders and obstacle meshes.
+    tracks: Vec<(Animated, Track)>,
+    clock: Arc<dyn Clock>,
+    /// The host's rayon pool; `None` runs in whatever pool calls `step`.
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Adapts the CG cap across frames (`Budget::governor`).
+    governor: Governor,
+    /// One frame's statistics per cloth, filled while the cloths step in
+    /// parallel and folded into the frame's in cloth order (scratch: its
+    /// capacity is kept, so steady frames do not allocate).
+    cloth_stats: Vec<FrameStats>,
+    time: f64,
+    frame: u64,
+}
+
+impl World {
+    /// An empty world.
+    #[must_use]
+    pub fn new(settings: WorldSettings) -> Self {
+        Self {
+            settings,
+            cloths: Vec::new(),
+            colliders: Vec::new(),
+            collider_views: Vec::new(),
+            collider_vertices: Vec::new(),
+            obstacles: Vec::new(),
+            obstacle_tris: Vec::new(),
+            obstacle_x0: Vec::new(),
+            obstacle_x1: Vec::new(),
+            obstacle_friction: Vec::new(),
+            obstacle_thickness: Vec::new(),
+            obstacle_contact_friction: Vec::new(),
+            obstacle_analytic: Vec::new(),
+            tracks: Vec::new(),
+            clock: Arc::new(SystemClock::new()),
+            pool: None,
+            governor: Governor::new(&settings.budget),
+            cloth_stats: Vec::new(),
+            time: 0.0,
+            frame: 0,
+        }
+    }
+
+    /// Replaces the clock that measures the frame deadline (tests inject one).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// Runs every later [`World::step`] inside `pool` (the host's own rayon
+    /// pool); `None` runs in the pool of the caller (rayon's global pool
+    /// outside any). Results do not depend on the pool's thread count.
+    pub fn set_thread_pool(&mut self, pool: Option<Arc<rayon::ThreadPool>>) {
+        self.pool = pool;
+    }
+
+    /// Builds a pool of `threads` workers for this world (see
+    /// [`World::set_thread_pool`]).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()?;
+        self.pool = Some(Arc::new(pool));
+        Ok(())
+    }
+
+    /// The pool `step` runs in, if the host set one.
+    #[must_use]
+    pub fn thread_pool(&self) -> Option<&Arc<rayon::ThreadPool>> {
+        self.pool.as_ref()
+    }
+
+    /// Settings.
+    #[must_use]
+    pub fn settings(&self) -> &WorldSettings {
+        &self.settings
+    }
+
+    /// Mutable settings (take effect at the next frame).
+    pub fn settings_mut(&mut self) -> &mut WorldSettings {
+        &mut self.settings
+    }
+
+    /// Adds a cloth; returns its index.
+    pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<usize, ClothError> {
+        let cloth = Cloth::new(desc)?;
+        Ok(self.push_cloth(cloth))
+    }
+
+    /// Adds a cloth integrated by the isometric model of Wang 2012 ([`Cloth::new_isometric`]);
+    /// returns its index.
+    pub fn add_isometric_cloth(
+        &mut self,
+        desc: ClothDesc,
+        iso: IsometricDesc,
+    ) -> Result<usize, ClothError> {
+        let cloth = Cloth::new_isometric(desc, iso)?;
+        Ok(self.push_cloth(cloth))
+    }
+
+    fn push_cloth(&mut self, mut cloth: Cloth) -> usize {
+        if let Some(iso) = cloth.isometric.as_mut() {
+            iso.collision_mut()
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            iso.collision_mut()
+                .set_obstacle_thickness(&self.obstacle_thickness);
+        }
+        cloth
+            .collision
+            .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+        cloth
+            .collision
+            .set_obstacle_thickness(&self.obstacle_thickness);
+        self.cloths.push(cloth);
+        self.cloths.len() - 1
+    }
+
+    /// Adds a triangle-mesh obstacle; returns its index. Every cloth's
+    /// collision data is rebuilt for the new obstacle soup (creation time).
+    pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
+        // Coordinates first: one vertex far out makes every other triangle degenerate at the
+        // mesh's scale, and the range is the real fault.
+        limits::check_points("positions", &desc.mesh.positions)?;
+        desc.mesh.validate()?;
+        check_pose(&desc.pose)?;
+        check_motion(&desc.motion)?;
+        limits::check_obstacle_thickness(desc.thickness, limits::cloth_size(&desc.mesh.positions))?;
+        let offset = self.obstacle_x0.len();
+        let base = offset as u32;
+        self.obstacle_tris
+            .extend(desc.mesh.triangles.iter().map(|t| t.map(|i| i + base)));
+        let obstacle = Obstacle {
+            pose: desc.pose,
+            offset,
+            desc,
+        };
+        let n = obstacle.desc.mesh.num_vertices();
+        self.obstacle_x0.resize(offset + n, Vec3::ZERO);
+        self.obstacle_x1.resize(offset + n, Vec3::ZERO);
+        self.obstacle_friction
+            .resize(offset + n, obstacle.desc.friction.max(0.0));
+        self.obstacle_thickness
+            .resize(offset + n, obstacle.desc.thickness);
+        self.obstacle_contact_friction
+            .resize(offset + n, obstacle.desc.friction.max(0.0));
+        self.obstacle_analytic.resize(offset + n, false);
+        obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
+        self.obstacles.push(obstacle);
+        for c in &mut self.cloths {
+            c.collision
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
+            if let Some(iso) = c.isometric.as_mut() {
+                iso.collision_mut()
+                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+                iso.collision_mut()
+                    .set_obstacle_thickness(&self.obstacle_thickness);
+            }
+        }
+        Ok(self.obstacles.len() - 1)
+    }
+
+    /// The triangle-mesh obstacles.
+    #[must_use]
+    pub fn obstacles(&self) -> &[Obstacle] {
+        &self.obstacles
+    }
+
+    /// World positions of every obstacle vertex now, and the soup's triangles.
+    #[must_use]
+    pub fn obstacle_soup(&self) -> (&[Vec3], &[[u32; 3]]) {
+        (&self.obstacle_x0, &self.obstacle_tris)
+    }
+
+    /// Adds an analytic collider; returns its index.
+    ///
+    /// The shape acts twice: analytically, as velocity filters inside the
+    /// cloth solve (smooth resting contact and friction), and tessellated, as
+    /// an obstacle mesh moving with it in the collision stage (so CCD and
+    /// impact zones guarantee the cloth never passes through it, and cloth–cloth
+    /// impulses never push a layer into it). The tessellation lies inside the
+    /// analytic surface (by at most about 0.34 mm for a 0.3 m sphere: the largest
+    /// face-centre gap of the level-4 icosphere, growing with the radius), so the two
+    /// agree on which side the cloth is. For a Baraff–Witkin cloth whose edges
+    /// are short against its radius (`ClothCollision::meets_exact_surface`), the
+    /// collision stage's repulsion and friction meet a sphere or capsule
+    /// ([`Shape::repels_from_surface`]) through its exact surface, vertex by vertex
+    /// (`ObstacleMeshes::analytic`), and its tessellation only in the CCD rounds
+    /// and impact zones; otherwise (a thin rod, an isometric cloth, a plane or a
+    /// box) the tessellation takes part in all three.
+    pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
+        check_shape(&desc.shape)?;
+        check_pose(&desc.pose)?;
+        check_motion(&desc.motion)?;
+        let mesh = tessellate(&desc.shape)?;
+        // Friction 0 on the tessellation: the solve's contact filters apply
+        // this collider's friction already.
+        let obstacle = self.add_obstacle(ObstacleDesc {
+            mesh,
+            pose: desc.pose,
+            motion: desc.motion,
+            friction: 0.0,
+            // The analytic contact keeps the cloth's thickness from the
+            // surface; its tessellation adds nothing.
+            thickness: 0.0,
+        })?;
+        let range = self.obstacles[obstacle].offset..self.obstacle_x0.len();
+        self.obstacle_contact_friction[range.clone()].fill(desc.friction.max(0.0));
+        self.obstacle_analytic[range].fill(desc.shape.repels_from_surface());
+        self.colliders.push(Collider {
+            desc,
+            pose: desc.pose,
+            obstacle,
+        });
+        self.collider_views = Vec::with_capacity(self.colliders.len());
+        self.collider_vertices = Vec::with_capacity(self.colliders.len());
+        Ok(self.colliders.len() - 1)
+    }
+
+    /// Makes a collider or obstacle mesh follow keyframed poses from now on
+    /// (replacing its prescribed velocities and any earlier track). The body
+    /// is placed at the track's pose for the current time at once (this is a
+    /// set-up call, not a step); every frame then moves it at the constant
+    /// velocities that reach the track's pose at the frame's end
+    /// ([`Track::motion_to`]).
+    ///
+    /// # Errors
+    /// [`TrackError::NoBody`] if the index names no collider or obstacle.
+    pub fn set_track(&mut self, body: Animated, track: Track) -> Result<(), TrackError> {
+        let pose = track.pose_at(self.time);
+        let obstacle = match body {
+            Animated::Collider(i) => {
+                let count = self.colliders.len();
+                let c = self.colliders.get_mut(i).ok_or(TrackError::NoBody {
+                    what: "collider",
+                    index: i,
+                    count,
+                })?;
+                c.pose = pose;
+                c.desc.motion = Motion::default();
+                c.obstacle
+            }
+            Animated::Obstacle(i) => {
+                if i >= self.obstacles.len() {
+                    return Err(TrackError::NoBody {
+                        what: "obstacle",
+                        index: i,
+                        count: self.obstacles.len(),
+                    });
+                }
+                i
+            }
+        };
+        let o = &mut self.obstacles[obstacle];
+        o.pose = pose;
+        o.desc.motion = Motion::default();
+        let range = o.offset..o.offset + o.desc.mesh.num_vertices();
+        o.place(&pose, &mut self.obstacle_x0[range]);
+        self.tracks.retain(|(b, _)| *b != body);
+        self.tracks.push((body, track));
+        Ok(())
+    }
+
+    /// Sets this frame's velocities of every keyframed body: those reaching
+    /// its track's pose at `t_end` from where it is now, in `dt`.
+    fn drive_tracks(&mut self, t_end: f64, dt: f32) {
+        for (body, track) in &self.tracks {
+            let obstacle = match *body {
+                Animated::Collider(i) => {
+                    let c = &mut self.colliders[i];
+                    c.desc.motion = track.motion_to(&c.pose, t_end, dt);
+                    c.obstacle
+                }
+                Animated::Obstacle(i) => i,
+            };
+            let o = &mut self.obstacles[obstacle];
+            o.desc.motion = track.motion_to(&o.pose, t_end, dt);
+        }
+    }
+
+    /// The cloths.
+    #[must_use]
+    pub fn cloths(&self) -> &[Cloth] {
+        &self.cloths
+    }
+
+    /// The colliders.
+    #[must_use]
+    pub fn colliders(&self) -> &[Collider] {
+        &self.colliders
+    }
+
+    /// Simulated time (s).
+    #[must_use]
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Frames stepped so far.
+    #[must_use]
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Hash of every cloth's positions and velocities, in cloth order.
+    #[must_use]
+    pub fn state_hash(&self) -> u64 {
+        let mut h = StateHasher::new();
+        for c in &self.cloths {
+            h.write_vec3s(c.state.positions());
+            h.write_vec3s(c.state.velocities());
+        }
+        h.finish()
+    }
+}
