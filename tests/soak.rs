@@ -130,7 +130,7 @@ fn assert_soak(what: &str, frames: u32, s: &Soak) {
 }
 
 /// drape-33 with the Baraff–Witkin model, as in `samples/drape-33.toml` (2 substeps, strain
-/// limiting at 4 %, self-collision, 10 CCD rounds), with a floor under the ball: without one the
+/// limiting at 0.99 %, self-collision, 10 CCD rounds), with a floor under the ball: without one the
 /// sheet slides off the sphere near frame 3,000 (52 s; friction 0.3) and falls for good, and a
 /// soak of free fall far from the origin (f32 spacing approaching the 4 mm thickness) tests
 /// nothing a game would run.

@@ -33,6 +33,7 @@ use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
     membrane_element, stretch_measure,
 };
+use crate::model::bw_system::{BendingStiffness, SystemSlot, bend_system, membrane_system};
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
 
 /// Which bending energy acts on the hinges.
@@ -552,13 +553,27 @@ impl ImplicitEuler {
         // serial scatter, so the result is bit-identical for any thread count.
         let settings = &self.settings;
         let (tri_out, hinge_out) = self.out.split(self.tri_verts.len());
+        // The definite treatment (the default) writes A and b straight from each condition's
+        // rank-one structure (`model::bw_system`); the exact Jacobians and the discrete shell go
+        // through the general kernels' block arrays.
+        let definite = mode == JacobianMode::Definite;
         for_each_element(tri_out, &self.tri_verts, &self.tri_rest, |t, rest, out| {
             let xe = t.map(|i| x[i as usize].as_dvec3());
             let ve = t.map(|i| v[i as usize].as_dvec3());
             let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-            let e = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
-            out.write(h, &e.force, &e.dfdx, &e.dfdv, &we, e.energy);
+            if definite {
+                *out.energy =
+                    membrane_system(&xe, &ve, &we, rest, &settings.membrane, h, out.system());
+            } else {
+                let e = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
+                out.write(h, &e.force, &e.dfdx, &e.dfdv, &we, e.energy);
+            }
         });
+        let bend_system_applies = definite && settings.bending == BendingModel::BaraffWitkin;
+        let bend_stiffness = match settings.bending_integration {
+            BendingIntegration::Implicit => BendingStiffness::Implicit,
+            BendingIntegration::Imex => BendingStiffness::Explicit,
+        };
         for_each_element(
             hinge_out,
             &self.hinge_verts,
@@ -567,6 +582,19 @@ impl ImplicitEuler {
                 let xe = hv.map(|i| x[i as usize].as_dvec3());
                 let ve = hv.map(|i| v[i as usize].as_dvec3());
                 let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
+                if bend_system_applies {
+                    *out.energy = bend_system(
+                        &xe,
+                        &ve,
+                        &we,
+                        rest,
+                        &settings.bend,
+                        h,
+                        bend_stiffness,
+                        out.system(),
+                    );
+                    return;
+                }
                 let e = hinge_element(settings, &xe, &ve, rest, mode);
                 let dfdx = match settings.bending_integration {
                     BendingIntegration::Implicit => &e.dfdx,
@@ -763,6 +791,14 @@ struct ElementSlot<'a, const N: usize> {
 }
 
 impl<const N: usize> ElementSlot<'_, N> {
+    /// The slot's blocks and rows for the kernels of `model::bw_system`.
+    fn system(&mut self) -> SystemSlot<'_> {
+        SystemSlot {
+            blocks: self.blocks,
+            rhs: self.rhs,
+        }
+    }
+
     /// METHODS-bw-bridson eq. 2.14: A gets −h D − h² K (blocks row-major), b gets
     /// h (f + K w) with w = h v + y, evaluated in f64 and rounded once.
     fn write(

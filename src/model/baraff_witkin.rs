@@ -77,7 +77,7 @@ use super::dihedral::{
 /// Below this length, `|w_u|` or `|w_v|` counts as zero: the direction `ŵ` is undefined and the
 /// stretch row exerts no force (a subgradient of the cone `|w|` at its tip). `w` is a stretch ratio,
 /// so the threshold is dimensionless.
-const MIN_STRETCH: f64 = 1e-12;
+pub(crate) const MIN_STRETCH: f64 = 1e-12;
 
 /// Rest data of one triangle, from its corners' (u, v) material coordinates in metres.
 ///
@@ -500,7 +500,7 @@ pub fn stretch_measure(x: &[DVec3; 3], rest: &TriangleRest) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::dihedral::dihedral_angle;
     use crate::model::test_support::{
@@ -518,11 +518,11 @@ mod tests {
     const SAMPLES: usize = 200;
 
     /// A random membrane sample: rest data, deformed positions, velocities, material, element size.
-    struct Tri {
-        rest: TriangleRest,
-        x: [DVec3; 3],
-        v: [DVec3; 3],
-        p: MembraneParams,
+    pub(crate) struct Tri {
+        pub(crate) rest: TriangleRest,
+        pub(crate) x: [DVec3; 3],
+        pub(crate) v: [DVec3; 3],
+        pub(crate) p: MembraneParams,
         size: f64,
     }
 
@@ -541,7 +541,7 @@ mod tests {
     /// Random rest triangle of size in [0.05, 1] m, deformed by a random in-plane stretch in
     /// [`min_stretch`, 1.5] and shear, lifted out of plane, rotated, moved and perturbed per vertex.
     /// States too close to the cone tip `|w| = 0` (where FD is meaningless) are skipped.
-    fn random_triangles(seed: u64, count: usize, min_stretch: f64) -> Vec<Tri> {
+    pub(crate) fn random_triangles(seed: u64, count: usize, min_stretch: f64) -> Vec<Tri> {
         let mut rng = SplitMix64::new(seed);
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
@@ -582,11 +582,11 @@ mod tests {
     }
 
     /// A random bend sample (rest angle ≠ 0 for half of them).
-    struct Hinge {
-        rest: HingeRest,
-        x: [DVec3; 4],
-        v: [DVec3; 4],
-        p: BendParams,
+    pub(crate) struct Hinge {
+        pub(crate) rest: HingeRest,
+        pub(crate) x: [DVec3; 4],
+        pub(crate) v: [DVec3; 4],
+        pub(crate) p: BendParams,
         size: f64,
     }
 
@@ -603,7 +603,7 @@ mod tests {
     }
 
     /// Random hinges whose wrapped θ − θ0 stays `margin` away from the ±π jump of the energy.
-    fn random_hinges(seed: u64, count: usize, margin: f64) -> Vec<Hinge> {
+    pub(crate) fn random_hinges(seed: u64, count: usize, margin: f64) -> Vec<Hinge> {
         let mut rng = SplitMix64::new(seed);
         let mut out = Vec::with_capacity(count);
         while out.len() < count {

@@ -7,6 +7,8 @@
 //!
 //! - [`baraff_witkin`]: Baraff–Witkin 1998 stretch, shear and bend conditions with their damping
 //!   (Baraff & Witkin 1998, *Cloth forces* and *Damping*), including the definiteness treatment the implicit solver needs.
+//! - [`bw_system`]: the same elements (definite treatment) written straight into the implicit Euler
+//!   system's blocks and right-hand side, using the rank-one structure of every condition.
 //! - [`constraint`]: the [`constraint::ConstraintSet`] interface between scalar constraint families and the
 //!   projection solvers (Wang 2012).
 //! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (Bridson, Marino & Fedkiw 2003),
@@ -20,6 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod baraff_witkin;
+pub mod bw_system;
 pub mod constraint;
 pub mod dihedral;
 pub mod discrete_shell;
