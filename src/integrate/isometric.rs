@@ -1,4 +1,4 @@
-//! The step of Wang 2012 Table 3.1 (METHODS-wang §8.2): predict, project, collide, add the
+//! The step of Wang 2012 Table 3.1: predict, project, collide, add the
 //! contacts as constraints, project again, collide again, velocity.
 //!
 //! ```text
@@ -25,11 +25,12 @@
 //!   two directions anyway, so the row set `{n, t₁, t₂}` still pins the collided position, only
 //!   the split between the hard and the soft rows differs (**choice**, documented in the
 //!   report; a stage that reports its normals would remove it).
-//! - **Tangential rows** (eq. 3.28) with compliance `D = β w_p` (METHODS-wang §9.3 advice),
+//! - **Tangential rows** (eq. 3.28) with compliance `D = β w_p` (Wang 2012 eq. 3.30),
 //!   `β` = [`IsometricSettings::friction_compliance`]; `t₁, t₂` any orthonormal completion of
-//!   `n` (with equal `D` the choice does not matter, METHODS-wang §9.2). `β = None`: normal rows
+//!   `n` (with equal `D` the choice does not matter: the pair acts as `‖(I − n nᵀ)(x − a)‖²/(2D)`,
+//!   `docs/methods/isometric-contact.md` §3). `β = None`: normal rows
 //!   only.
-//! - **Target of line 5** (METHODS-wang §8.3): [`SecondTarget::Prediction`] (default: the same
+//! - **Target of line 5** (Table 3.1 leaves it open): [`SecondTarget::Prediction`] (default: the same
 //!   backward-Euler/BDF2 problem as line 2, coupled with the contact rows) or
 //!   [`SecondTarget::Collided`] (the literal reading, target `x_c`).
 //! - **Normal rows are soft** (**choice**; the thesis makes them hard): `D = β_n w_p`,
@@ -45,7 +46,7 @@
 //!   `samples/shell-stiff.toml` over 100 frames: total energy up to 8 × its initial
 //!   1.2 · 10⁵ J with `β_n = 10⁻²`, within 1.1–1.5 · 10⁵ J with `β_n = 10⁻⁶`), so the shell
 //!   samples set `contact_compliance = 1e-6`.
-//! - **Unilateral normal rows** (**choice**; eq. 3.26 is an equality, METHODS-wang §8.1):
+//! - **Unilateral normal rows** (**choice**; eq. 3.26 is printed as an equality):
 //!   [`IsometricSettings::unilateral_contacts`] lets a normal row only push — the projection
 //!   releases it, with its tangential rows, when its multiplier would pull the node towards the
 //!   obstacle (`GaussNewtonProjection::project`). Equality rows hold every node the collision
@@ -94,6 +95,7 @@
 // Per-node loops index several parallel arrays by the node number.
 #![allow(clippy::needless_range_loop)]
 
+use bumpalo::Bump;
 use glam::{DVec3, Vec3};
 
 use super::bdf2::{Integrator, TimeIntegrator};
@@ -116,7 +118,7 @@ pub enum Coupling {
     Simultaneous,
 }
 
-/// The target of the second projection (Table 3.1 line 5; METHODS-wang §8.3).
+/// The target of the second projection (Table 3.1 line 5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SecondTarget {
     /// Target `x̃`, start `x_c`: the step's own implicit problem with contact rows (default).
@@ -308,9 +310,16 @@ pub struct IsometricStepper {
     /// Per node with rows that follow a collider: the friction anchor of its tangential rows
     /// ([`IsometricSettings::follow_obstacles`]).
     anchor: Vec<Option<DVec3>>,
+    /// Per node with rows that follow a collider: how far above the collider's row plane the
+    /// collision stage left it (m); the row holds it at least that high for the rest of the
+    /// step.
+    lift: Vec<f64>,
     /// Longest rest edge of the simulated mesh (m): sets the clearance of the rows that follow
     /// curved colliders ([`Near::clearance`]).
     longest_edge: f64,
+
+    /// The collision stage's candidate lists (rewound at every pass).
+    arena: Bump,
     x32: Vec<Vec3>,
     v32: Vec<Vec3>,
     v32_before: Vec<Vec3>,
@@ -344,7 +353,9 @@ impl IsometricStepper {
             x_c: vec![DVec3::ZERO; n],
             contact_slot: vec![NO_SLOT; n],
             anchor: vec![None; n],
+            lift: vec![0.0; n],
             longest_edge: rest_lengths.iter().copied().fold(0.0f32, f32::max).into(),
+            arena: Bump::new(),
             x32,
             v32: vec![Vec3::ZERO; n],
             v32_before: vec![Vec3::ZERO; n],
@@ -438,7 +449,7 @@ impl IsometricStepper {
             h,
             thickness: f64::from(collision.thickness),
             // The clearance is for rows that follow the colliders only.
-            longest_edge: if follow { self.longest_edge } else { 0.0 },
+            sag_radius: if follow { self.longest_edge } else { 0.0 },
         };
 
         // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
@@ -446,6 +457,7 @@ impl IsometricStepper {
         self.projection.clear_contacts();
         self.contact_slot.fill(NO_SLOT);
         self.anchor.fill(None);
+        self.lift.fill(0.0);
         self.x_p.copy_from_slice(&self.x_tilde);
         if follow {
             self.x_c.copy_from_slice(&self.x_tilde);
@@ -454,6 +466,7 @@ impl IsometricStepper {
                 near: &near,
                 settings,
                 anchors: &self.anchor,
+                lift: &self.lift,
             };
             report.first = self.projection.project_in_contact(
                 families,
@@ -477,7 +490,7 @@ impl IsometricStepper {
 
         // Line 3: collide on xⁿ → x_p.
         let moved;
-        (report.collide_first, moved) = self.collide(h, collision, obstacles, x);
+        (report.collide_first, moved) = self.collide(h, collision, obstacles, x, should_stop);
         report.fail_safe_moved = moved;
         if settings.coupling == Coupling::Simultaneous && moved > 0 {
             // Line 4: contact rows at x_c (eq. 3.26, eq. 3.28). With rows that follow the
@@ -504,7 +517,7 @@ impl IsometricStepper {
             // again, so that the pass whose result is kept moves as little as possible.
             let mut rounds = 0;
             loop {
-                let (stats, moved) = self.collide(h, collision, obstacles, x);
+                let (stats, moved) = self.collide(h, collision, obstacles, x, should_stop);
                 report
                     .collide_second
                     .get_or_insert_with(CollisionStats::default)
@@ -513,7 +526,9 @@ impl IsometricStepper {
                 report.fail_safe_moved_without_rows = (0..n)
                     .filter(|&i| self.contact_slot[i] == NO_SLOT && self.x_c[i] != self.x_p[i])
                     .count() as u32;
-                if moved == 0 || rounds >= settings.contact_rounds {
+                // Past the deadline no further round starts: the pass just run is the
+                // fail-safe and what it moved is reported.
+                if moved == 0 || rounds >= settings.contact_rounds || should_stop() {
                     break;
                 }
                 rounds += 1;
@@ -553,6 +568,7 @@ impl IsometricStepper {
                 near,
                 settings,
                 anchors: &self.anchor,
+                lift: &self.lift,
             };
             return self.projection.project_in_contact(
                 families,
@@ -591,8 +607,16 @@ impl IsometricStepper {
             if inv_mass[i] <= 0.0 || len <= settings.contact_threshold {
                 continue;
             }
-            if settings.follow_obstacles && near.plane(settings, self.x_c[i]).is_some() {
-                // Rows on the collider itself ([`IsometricSettings::follow_obstacles`]).
+            if settings.follow_obstacles
+                && let Some((n, target)) = near.plane(settings, self.x_c[i])
+            {
+                // Rows on the collider itself ([`IsometricSettings::follow_obstacles`]). A node
+                // that has them is held where the stage put it: its tangential rows at the
+                // tangential coordinates of x_c, its normal row no lower than x_c.
+                if self.contact_slot[i] != NO_SLOT && self.anchor[i].is_some() {
+                    self.anchor[i] = Some(self.x_c[i]);
+                    self.lift[i] = self.lift[i].max(n.dot(self.x_c[i]) - target);
+                }
                 continue;
             }
             let normal = d / len;
@@ -743,6 +767,7 @@ impl IsometricStepper {
         settings: &CollisionSettings,
         obstacles: &ObstacleMeshes<'_>,
         x: &[DVec3],
+        should_stop: &mut dyn FnMut() -> bool,
     ) -> (CollisionStats, u32) {
         let n = x.len();
         for i in 0..n {
@@ -750,7 +775,12 @@ impl IsometricStepper {
             self.v32[i] = ((self.x_p[i] - x[i]) / h).as_vec3();
         }
         self.v32_before.copy_from_slice(&self.v32);
-        let stats = self.collision.resolve(
+        // The stage's candidate lists live in the stepper's own arena, rewound at every pass;
+        // the deadline cuts its optional rounds short (the last resort still runs).
+        self.arena.reset();
+        let capacity = self.arena.allocated_bytes();
+        let mut stats = self.collision.resolve_in(
+            &self.arena,
             settings,
             h as f32,
             &self.x32,
@@ -758,7 +788,9 @@ impl IsometricStepper {
             &self.mass32,
             &self.inv_mass32,
             obstacles,
+            should_stop,
         );
+        stats.pool_grew |= self.arena.allocated_bytes() != capacity;
         let mut moved = 0;
         for i in 0..n {
             if self.v32[i] == self.v32_before[i] {
@@ -779,11 +811,14 @@ struct NearGeometry<'a> {
     settings: &'a IsometricSettings,
     /// Per node: the friction anchor of its rows, when they follow a collider.
     anchors: &'a [Option<DVec3>],
+    /// Per node: the height above the row plane the collision stage left it at.
+    lift: &'a [f64],
 }
 
 impl ContactGeometry for NearGeometry<'_> {
-    fn plane(&self, _vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
-        self.near.plane(self.settings, x)
+    fn plane(&self, vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
+        let (n, target) = self.near.plane(self.settings, x)?;
+        Some((n, target + self.lift[vertex as usize]))
     }
 
     fn anchor(&self, vertex: u32) -> Option<DVec3> {
@@ -806,21 +841,26 @@ struct Near<'a> {
     colliders: &'a [ColliderView],
     h: f64,
     thickness: f64,
-    /// Longest rest edge of the simulated mesh (m).
-    longest_edge: f64,
+    /// The circumradius the clearance allows for (m): the longest rest edge of the mesh.
+    sag_radius: f64,
 }
 
 impl Near<'_> {
-    /// The clearance of rows on collider `c` beyond the thickness (m): the sag `(1.1 ℓ)²/(8 r)`
-    /// of a cloth edge of length `ℓ` (stretched by 10 %) over a curved collider of radius `r`
-    /// (0 for flat ones). The rows hold the nodes, not the triangles; a triangle whose nodes
-    /// are `η + s` from a sphere has its interior at least `η` from it, so the collision
-    /// stage's repulsion (which sees the triangles) has nothing to do.
+    /// The clearance of rows on collider `c` beyond the thickness (m): the sag
+    /// `(1.1 ρ)²/(2 r)` of a flat cloth triangle of circumradius `ρ` (stretched by 10 %)
+    /// whose corners lie on a sphere concentric with a curved collider of radius `r` (0 for
+    /// flat ones). The rows hold the nodes, not the triangles: a triangle whose corners are
+    /// `η + s` from the sphere has its interior at least `η` from it, so the collision stage
+    /// (which sees the triangles against the collider's tessellation, whose vertices lie on
+    /// the surface) has nothing to repel. `ρ` is the longest rest edge `ℓ`, not `ℓ/2` (the
+    /// circumradius of the rest mesh's right triangles): the corner triangles of the 4:1 mesh
+    /// shear freely, an obtuse triangle sags further than its longest edge, and `ρ = ℓ` covers
+    /// every angle up to 150° (`docs/methods/isometric-contact.md` §1).
     fn clearance(&self, c: usize) -> f64 {
         match self.colliders[c].shape.curvature_radius() {
             Some(r) if r > 0.0 => {
-                let l = 1.1 * self.longest_edge;
-                l * l / (8.0 * f64::from(r))
+                let rho = 1.1 * self.sag_radius;
+                rho * rho / (2.0 * f64::from(r))
             }
             _ => 0.0,
         }
@@ -998,7 +1038,8 @@ impl BendingRows {
 }
 
 /// The bending residual `r_B = h_Φ √k_b M_cr^{-1/2} (L y − T δ)` as scalar rows (Wang 2012
-/// eq. 3.19 with the corrections of METHODS-wang §7.1), for [`RowRole::Residual`]: affine in
+/// eq. 3.19, scaled so that the rows square to `h_Φ²` times the energy of eq. 3.8), for
+/// [`RowRole::Residual`]: affine in
 /// `x`, so its gradients are constant within a step.
 ///
 /// [`RowRole::Residual`]: super::projection::RowRole::Residual
@@ -1069,6 +1110,8 @@ mod tests {
         /// Steps whose repetitions stopped while the last pass still moved nodes before the
         /// bound was reached (must be 0: a moved node triggers another round).
         rounds_stopped_early: u32,
+        /// Steps that ran the collision stage again after line 5 (line 6).
+        failsafe_passes: u32,
     }
 
     /// A 12 × 12 net of inextensible edges (spacing 5 cm) dropped onto a sphere obstacle of
@@ -1090,16 +1133,18 @@ mod tests {
         rounds: u32,
         margin: f64,
     ) -> Run {
-        drop_on_sphere_settings(coupling, integrator, rounds, margin, false)
+        drop_on_sphere_settings(coupling, integrator, rounds, margin, false, false)
     }
 
-    /// The drop with `contact_rounds`, `contact_margin` and `follow_obstacles` as given.
+    /// The drop with `contact_rounds`, `contact_margin` and `follow_obstacles` as given;
+    /// `late`: the deadline has passed before every step starts.
     fn drop_on_sphere_settings(
         coupling: Coupling,
         integrator: Integrator,
         rounds: u32,
         margin: f64,
         follow: bool,
+        late: bool,
     ) -> Run {
         let n = 12;
         let (mut x0, edges) = grid(n, 0.05, false);
@@ -1194,6 +1239,7 @@ mod tests {
             speculative_nodes: 0,
             max_rounds: 0,
             rounds_stopped_early: 0,
+            failsafe_passes: 0,
         };
         let mut c = vec![0.0; set.len()];
         for _ in 0..60 {
@@ -1216,9 +1262,10 @@ mod tests {
                 &inv_mass,
                 &mut x,
                 &mut v,
-                &mut || false,
+                &mut || late,
             );
             run.fail_safe_moved_without_rows += rep.fail_safe_moved_without_rows;
+            run.failsafe_passes += u32::from(rep.collide_second.is_some());
             run.speculative_nodes += rep.speculative_nodes;
             if let Some(s) = rep.second {
                 run.second_solves += 1;
@@ -1235,7 +1282,12 @@ mod tests {
             if let Some(s) = rep.second {
                 run.max_newton = run.max_newton.max(s.iterations);
             }
-            if rep.contact_nodes > 0 || rep.collide_first.proximity_pairs > 0 {
+            // Contact: rows from the stage (line 4), rows in the band of the sphere (the rows
+            // that follow it), or the stage's repulsion.
+            if rep.contact_nodes > 0
+                || rep.speculative_nodes > 0
+                || rep.collide_first.proximity_pairs > 0
+            {
                 run.steps_with_contacts += 1;
             }
             set.evaluate(&x, &mut c);
@@ -1299,7 +1351,7 @@ mod tests {
         assert!(sim.deepest > R * 0.99 - 1e-3 && stag.deepest > R * 0.99 - 1e-3);
         assert!(sim.max_newton <= 30 && stag.second_solves == 0);
         // Most second projections (line 5) converge; the rest stop at the Newton cap (a net
-        // held by hard contact rows over a sphere is nearly taut, METHODS-wang §7.5).
+        // held by hard contact rows over a sphere is nearly taut).
         assert!(
             sim.second_solves > 10 && sim.second_converged * 4 >= sim.second_solves * 3,
             "{} of {} converged",
@@ -1340,6 +1392,7 @@ mod tests {
                     rounds,
                     0.01,
                     follow,
+                    false,
                 );
                 eprintln!(
                     "rounds {rounds}, follow {follow}: largest {} a step, {} in all, fail-safe moved {}, strain {:.2e}, deepest {:.4}",
@@ -1354,6 +1407,60 @@ mod tests {
                 assert!(run.steps_with_contacts > 10, "{run:?}");
                 assert!(run.deepest > R * 0.99 - 1e-3, "{run:?}");
             }
+        }
+    }
+
+    /// With the rows that follow the sphere at the thickness plus the clearance of
+    /// [`Near::clearance`], the collision stage (which meets the sphere's tessellation with
+    /// the net's triangles) finds nothing to move in any step, so no move enters a step's
+    /// result unprojected and the net ends every step within the strain tolerance (without
+    /// the rows the stage moves 1900 nodes over the run and the strain reaches 3 %).
+    #[test]
+    fn rows_that_follow_the_sphere_leave_the_fail_safe_nothing_to_move() {
+        let run = drop_on_sphere_settings(
+            Coupling::Simultaneous,
+            Integrator::BackwardEuler,
+            3,
+            0.01,
+            true,
+            false,
+        );
+        eprintln!(
+            "fail-safe moved {} (rounds {} in all), strain {:.2e}, deepest {:.4}, contact steps {}",
+            run.fail_safe_moved,
+            run.feedback_projections,
+            run.max_strain,
+            run.deepest,
+            run.steps_with_contacts
+        );
+        assert!(run.steps_with_contacts > 10, "{run:?}");
+        assert_eq!(run.fail_safe_moved, 0, "{run:?}");
+        assert!(run.max_strain <= 1.01e-3, "{run:?}");
+        assert!(run.deepest > R * 0.99 - 1e-3, "{run:?}");
+    }
+
+    /// Past the deadline no projection runs an iteration, yet the collision
+    /// stage still runs after each one (lines 3 and 6, the fail-safe) and keeps the net out of
+    /// the sphere; no re-projection round starts.
+    #[test]
+    fn past_the_deadline_the_fail_safe_still_runs_and_no_round_starts() {
+        for follow in [false, true] {
+            let run = drop_on_sphere_settings(
+                Coupling::Simultaneous,
+                Integrator::BackwardEuler,
+                3,
+                0.01,
+                follow,
+                true,
+            );
+            eprintln!(
+                "follow {follow}: Newton iterations {}, line-6 passes {}, rounds {}, deepest {:.4}",
+                run.max_newton, run.failsafe_passes, run.feedback_projections, run.deepest
+            );
+            assert_eq!(run.max_newton, 0, "{run:?}");
+            assert!(run.failsafe_passes > 10, "{run:?}");
+            assert_eq!(run.feedback_projections, 0, "{run:?}");
+            assert!(run.deepest > R * 0.99 - 1e-3, "{run:?}");
         }
     }
 
@@ -1390,7 +1497,7 @@ mod tests {
                 colliders: &colliders,
                 h,
                 thickness: eta,
-                longest_edge: 0.0,
+                sag_radius: 0.0,
             };
             let hit = near.closest(&settings, x_tilde).expect("in the band");
             (near.anchor(&hit, x_n, x_tilde), hit.normal)
@@ -1535,7 +1642,7 @@ mod wang_model_tests {
             let bending = QuadraticBending::new(&sub, &rest, k_b).expect("bending");
             let rows = BendingRows::new(&bending);
             let nn = rest.len();
-            // Masses: 0.1 kg/m² × ⅓ of the incident subdivided triangle areas (METHODS-wang §0).
+            // Masses: 0.1 kg/m² × ⅓ of the incident subdivided triangle areas (lumped masses).
             let mesh = sub.mesh();
             let mut mass = vec![0.0; nn];
             for t in &mesh.triangles {
