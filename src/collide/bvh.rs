@@ -1,6 +1,6 @@
 //! Axis-aligned bounding-box hierarchy over triangles: candidate pairs for proximity and CCD.
 //!
-//! Bridson 2002, METHODS-bw-bridson §3.3. Every substep the collision stage needs
+//! Bridson et al. 2002 §5. Every substep the collision stage needs
 //!
 //! * candidate cloth–cloth triangle pairs for the repulsion proximities at `x^n`: leaf boxes are the triangles'
 //!   boxes inflated by the thickness η ([`triangle_boxes`], then [`Bvh::refit`] and [`self_pairs`]);
@@ -19,7 +19,7 @@
 //! refit; a rebuild happens only when the caller asks for one (it can watch [`Bvh::sah_cost`] grow as the cloth
 //! deforms away from the shape it was built on).
 //!
-//! *Departure from the source.* METHODS §3.3 says the tree is built *bottom-up*. Only the fixed topology
+//! *Departure from the source.* Bridson et al. 2002 §5 says the tree is built *bottom-up*. Only the fixed topology
 //! matters to the pairs the tree reports (every query is exact on the leaf boxes, whatever the tree's shape), so
 //! the build here is the usual top-down binned-SAH build (Wald 2007, "On fast construction of SAH-based
 //! bounding volume hierarchies"), `O(n log n)`, serial and deterministic; a test checks its trees are no
@@ -245,7 +245,7 @@ fn for_each_triangle_chunk(
 /// Leaf boxes of triangles at positions `x`, inflated by `margin`: `out[t]` is the box of the corners of
 /// `tris[t]`, grown by `margin` on every side.
 ///
-/// Bridson 2002, METHODS-bw-bridson §3.3 (repulsion leaves: the box at `x^n` enlarged by the thickness η, so
+/// Bridson et al. 2002 §5 (repulsion leaves: the box at `x^n` enlarged by the thickness η, so
 /// every pair closer than η has overlapping boxes). `x`: vertex positions, metres; `margin`: η, metres.
 ///
 /// # Panics
@@ -261,9 +261,9 @@ pub fn triangle_boxes(x: &[Vec3], tris: &[[u32; 3]], margin: f32, out: &mut [Aab
 
 /// Swept leaf boxes: `out[t]` is the box of the corners of `tris[t]` at `x0` and at `x1`, inflated by `margin`.
 ///
-/// Bridson 2002, METHODS-bw-bridson §3.3 (CCD leaves). With `x0 = x^n` and `x1 = x^n + h v^{n+1/2}`, every vertex
+/// Bridson et al. 2002 §5 (CCD leaves). With `x0 = x^n` and `x1 = x^n + h v^{n+1/2}`, every vertex
 /// moves on the segment from `x0` to `x1`, so every point of the moving triangle, a convex combination of its
-/// corners, stays inside the box of these six points for the whole step (*derived* in METHODS; tested below).
+/// corners, stays inside the box of these six points for the whole step (tested below).
 /// `margin`: the small CCD tolerance, metres.
 ///
 /// # Panics
@@ -689,7 +689,7 @@ impl Bvh {
     /// its children, bottom-up. `O(n)`, no allocation; large trees refit their two halves in parallel, with the
     /// same bits for any thread count (each parent is `union(left, right)` in that order).
     ///
-    /// Bridson 2002, METHODS-bw-bridson §3.3 ("recalculate the hierarchy" read as a refit of the fixed topology).
+    /// Bridson et al. 2002 §5 ("recalculate the hierarchy" read as a refit of the fixed topology).
     ///
     /// # Panics
     /// If `boxes.len() != num_primitives()`.
@@ -737,7 +737,7 @@ impl Bvh {
 
     /// Relative surface-area-heuristic cost of the tree as currently fitted, `Σ_nodes A(node) / A(root)` (node
     /// traversal and leaf test both cost 1; MacDonald & Booth 1990). A refitted tree whose cost has grown well
-    /// past the cost of a fresh build over the same boxes is worth rebuilding (METHODS §3.3 source note). 0 for
+    /// past the cost of a fresh build over the same boxes is worth rebuilding (Bridson et al. 2002 §5 asks for no rebuild). 0 for
     /// an empty tree or a root of zero or non-finite area.
     #[must_use]
     pub fn sah_cost(&self) -> f32 {
@@ -1022,7 +1022,7 @@ fn sort_tail(buf: &mut [(u32, u32)], start: usize) {
 /// All pairs `(i, j)`, `i < j`, of primitives of `bvh` whose current boxes overlap and for which `keep(i, j)`
 /// is true, written sorted ascending to `ws` ([`PairWorkspace::pairs`]).
 ///
-/// Bridson 2002, METHODS-bw-bridson §3.3 (candidate pairs from overlapping leaves). `keep` is called only for
+/// Bridson et al. 2002 §5 (candidate pairs from overlapping leaves). `keep` is called only for
 /// overlapping pairs, always with `i < j`; self-collision uses it to drop triangles that share a vertex or an
 /// edge. Each chunk of [`PAIR_CHUNK`] primitives `i` queries the tree with `i`'s leaf box, skipping subtrees
 /// whose primitives are all `≤ i`; chunks run in parallel above [`PARALLEL_MIN_PRIMITIVES`] primitives and
@@ -1046,13 +1046,59 @@ pub fn self_pairs(bvh: &Bvh, keep: &(dyn Fn(u32, u32) -> bool + Sync), ws: &mut 
 /// All pairs `(a, b)` with `a` a primitive of `bvh_a` and `b` one of `bvh_b` whose current boxes overlap,
 /// written sorted ascending to `ws` ([`PairWorkspace::pairs`]).
 ///
-/// Bridson 2002, METHODS-bw-bridson §3.3 ("the same tests run against obstacle meshes"). Chunks over the
+/// Bridson et al. 2002 §5 ("the same tests run against obstacle meshes"). Chunks over the
 /// primitives of `bvh_a` (put the larger tree first for parallelism), each querying `bvh_b` with the leaf box
 /// of each of its primitives; same determinism and allocation behaviour as [`self_pairs`].
 pub fn cross_pairs(bvh_a: &Bvh, bvh_b: &Bvh, ws: &mut PairWorkspace) {
     let root_b = bvh_b.root_box();
     ws.run_chunked(bvh_a.num_primitives(), |prims, out| {
         for a in prims {
+            let query = bvh_a.primitive_box(a as usize);
+            if !query.overlaps(&root_b) {
+                continue;
+            }
+            let start = out.len();
+            traverse(bvh_b, &query, 0, |b| out.push((a, b)));
+            sort_tail(out, start);
+        }
+    });
+}
+
+/// The pairs `(i, j)` of [`self_pairs`] restricted to query primitives `i` of `queries` (ascending):
+/// for each, every primitive `j ≠ i` of `bvh` whose box overlaps `i`'s and for which `keep(i, j)` is
+/// true (`j` may be below `i`; `keep` decides which of two queried primitives reports their pair),
+/// written to `ws` in query order, each query's partners ascending.
+///
+/// The incremental search of a collision stage: after some vertices changed, only the primitives
+/// holding them are queried. Chunks of [`PAIR_CHUNK`] queries, in parallel above
+/// [`PARALLEL_MIN_PRIMITIVES`] queries, concatenated in chunk order: the same output for any thread
+/// count. No allocation unless [`PairWorkspace::grew`].
+pub fn self_pairs_of(
+    bvh: &Bvh,
+    queries: &[u32],
+    keep: &(dyn Fn(u32, u32) -> bool + Sync),
+    ws: &mut PairWorkspace,
+) {
+    ws.run_chunked(queries.len(), |range, out| {
+        for &i in &queries[range.start as usize..range.end as usize] {
+            let query = bvh.primitive_box(i as usize);
+            let start = out.len();
+            traverse(bvh, &query, 0, |j| {
+                if j != i && keep(i, j) {
+                    out.push((i, j));
+                }
+            });
+            sort_tail(out, start);
+        }
+    });
+}
+
+/// The pairs of [`cross_pairs`] restricted to primitives `a` of `queries` (ascending), in query
+/// order; same determinism and allocation behaviour as [`self_pairs_of`].
+pub fn cross_pairs_of(bvh_a: &Bvh, queries: &[u32], bvh_b: &Bvh, ws: &mut PairWorkspace) {
+    let root_b = bvh_b.root_box();
+    ws.run_chunked(queries.len(), |range, out| {
+        for &a in &queries[range.start as usize..range.end as usize] {
             let query = bvh_a.primitive_box(a as usize);
             if !query.overlaps(&root_b) {
                 continue;

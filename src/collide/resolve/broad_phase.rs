@@ -1,0 +1,796 @@
+//! The collision stage's broad phase: one search per substep over boxes swept through the
+//! substep, and the searches of later rounds that only re-query what changed.
+#![deny(unsafe_code)]
+
+use super::*;
+
+impl ClothCollision {
+    /// The substep's one full search: fills `candidates` with every point–triangle and edge–edge
+    /// test of overlapping triangle pairs that can pass proximity at x^n (within η, or the pair's
+    /// η with obstacle thickness) or CCD over the substep at the current velocities (within η_c)
+    /// ([`Reach::Substep`]). The repulsion tests the list at x^n, the first CCD round the same
+    /// list over the substep; later searches only add what changed ([`ClothCollision::update_candidates`]).
+    ///
+    /// Triangle pairs come from the trees over triangle boxes: each vertex's box is its segment
+    /// from x^n to x^n + h v (so one box serves both reaches), a triangle's box is its vertices'
+    /// boxes inflated by η. A pair's tests are then culled feature by feature with the same box
+    /// bounds detection starts from ([`margin`], [`near`], [`swept_near`]): a point–triangle test
+    /// only if the point's box meets the triangle's box grown by the point–triangle margin, an
+    /// edge–edge test only if the two edges' boxes are within the edge–edge margin. Both bounds
+    /// are necessary for detection, so the culled tests are exactly tests that could not have been
+    /// found at the velocities this list is built from. Topological neighbours are not a case of
+    /// their own: triangles sharing a vertex overlap, and their tests without a shared vertex are
+    /// emitted (a fold through a neighbour is caught); tests sharing a vertex are skipped.
+    pub(super) fn find_candidates(
+        &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        settings: &CollisionSettings,
+        reach: Reach,
+        stats: &mut CollisionStats,
+    ) {
+        candidates.clear();
+        // The substep's search serves the stages that meet curved colliders analytically.
+        let analytic = reach == Reach::Substep;
+        self.search(candidates, settings, reach, false, analytic, stats);
+    }
+
+    /// Brings the list of the previous search up to the current velocities, re-querying only
+    /// what changed (Bridson et al. 2002 §5 recalculates the hierarchy for each iteration of the collision algorithm; a test none of
+    /// whose vertices changed has the boxes it had, so only tests with a changed vertex can enter
+    /// or leave the list). Keeps the tests of `candidates` without a vertex marked in
+    /// `self.changed`, then appends the tests with one, found by querying the trees with the
+    /// cloth triangles holding a changed vertex ([`self_pairs_of`], [`cross_pairs_of`]) and
+    /// culled at `reach`. The result is the list a full search at `reach` would give (up to the
+    /// looser cull the kept tests had), in a fixed order: kept tests in their order, then the
+    /// new ones in query order.
+    pub(super) fn update_candidates(
+        &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        settings: &CollisionSettings,
+        reach: Reach,
+        stats: &mut CollisionStats,
+    ) {
+        let changed = &self.changed;
+        candidates.retain(|c| !c.verts.iter().any(|&i| changed[i as usize]));
+        self.changed_tris.clear();
+        for (t, (tri, flag)) in self.tris.iter().zip(&mut self.tri_changed).enumerate() {
+            *flag = tri.iter().any(|&i| changed[i as usize]);
+            if *flag {
+                self.changed_tris.push(t as u32);
+            }
+        }
+        if self.changed_tris.is_empty() {
+            return;
+        }
+        self.search(candidates, settings, reach, true, true, stats);
+    }
+
+    /// The search behind [`ClothCollision::find_candidates`] and
+    /// [`ClothCollision::update_candidates`]: boxes at `reach`, refit trees, triangle pairs (all,
+    /// or those of the changed triangles when `incremental`), their tests appended to
+    /// `candidates` (when `incremental`, only tests with a changed vertex). With `analytic`, the
+    /// tessellations of the colliders met through their exact surface are left out.
+    ///
+    /// The boxes come in layers ([`LayerBoxes`]), one per reach a search serves: the swept layer
+    /// (x^n to x^n + h v, CCD's η_c) always, the layer at x^n (proximity's η, plus obstacle
+    /// thickness) for [`Reach::Substep`]. The trees hold the union of the layers' triangle boxes;
+    /// a test is kept when the cull of one layer passes it, so the list holds every test either
+    /// detection could find, and few others: boxes swept through the substep *and* grown by the
+    /// proximity margin would keep many times more.
+    fn search(
+        &mut self,
+        candidates: &mut ArenaVec<'_, Candidate>,
+        settings: &CollisionSettings,
+        reach: Reach,
+        incremental: bool,
+        analytic: bool,
+        stats: &mut CollisionStats,
+    ) {
+        let n = self.n;
+        let eta = settings.thickness;
+        let extra = self.max_extra_thickness;
+        let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
+        // Per layer: inflation of the triangle boxes, and the margins of detection's pre-tests
+        // for cloth–cloth and cloth–obstacle pairs.
+        let swept = (
+            0.5 * eta_c as f32,
+            FeatureMargins::of(eta_c),
+            FeatureMargins::of(eta_c),
+        );
+        let at_start = (
+            eta,
+            FeatureMargins::of(f64::from(eta)),
+            FeatureMargins::of(f64::from(eta + extra)),
+        );
+        let num_layers = match reach {
+            Reach::Substep => 2,
+            Reach::Swept => 1,
+        };
+        let settings_of = [swept, at_start];
+        let has_obstacles = self.obstacle_bvh.is_some();
+        for (l, layer) in self.layers[..num_layers].iter_mut().enumerate() {
+            let (inflate, self_margins, cross_margins) = settings_of[l];
+            let x1 = if l == 0 { &self.x1 } else { &self.x0 };
+            vertex_boxes(&self.x0, x1, &mut layer.points);
+            swept_triangle_boxes(
+                &self.x0[..n],
+                &x1[..n],
+                &self.tris,
+                inflate,
+                &mut layer.tris,
+            );
+            // Edge boxes grown by half the cloth–cloth margin: two overlap iff the edges are
+            // within the margin. Obstacle edges take the rest of the (larger) cloth–obstacle
+            // margin.
+            edge_boxes(
+                &layer.points,
+                &self.edges,
+                0,
+                0.5 * self_margins.edge_edge,
+                &mut layer.edges,
+            );
+            if has_obstacles {
+                // Obstacle boxes also grow by the obstacles' own thickness.
+                swept_triangle_boxes(
+                    &self.x0[n..],
+                    &x1[n..],
+                    &self.obstacle_tris,
+                    inflate + extra,
+                    &mut layer.obstacle_tris,
+                );
+                edge_boxes(
+                    &layer.points,
+                    &self.obstacle_edges,
+                    n as u32,
+                    cross_margins.edge_edge - 0.5 * self_margins.edge_edge,
+                    &mut layer.obstacle_edges,
+                );
+                // The repulsion and the CCD rounds meet the curved colliders this cloth meets
+                // through their exact surface, not their tessellations
+                // ([`ClothCollision::set_proximity_leave_out`], [`ClothCollision::analytic_ccd`]):
+                // their boxes are left empty. The impact zones and the last resort keep them.
+                let leave_out = &self.leave_out;
+                if analytic && !leave_out.is_empty() {
+                    for (b, t) in layer.obstacle_tris.iter_mut().zip(&self.obstacle_tris) {
+                        if leave_out[t[0] as usize] {
+                            *b = Aabb::EMPTY;
+                        }
+                    }
+                    for (b, e) in layer.obstacle_edges.iter_mut().zip(&self.obstacle_edges) {
+                        if leave_out[e[0] as usize] {
+                            *b = Aabb::EMPTY;
+                        }
+                    }
+                }
+            }
+        }
+        let [first, second] = &self.layers;
+        let union = |out: &mut [Aabb], a: &[Aabb], b: &[Aabb]| {
+            if num_layers == 2 {
+                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+                    *o = x.union(y);
+                }
+            } else {
+                out.copy_from_slice(a);
+            }
+        };
+        union(&mut self.boxes, &first.tris, &second.tris);
+        self.bvh.refit(&self.boxes);
+        // The point–triangle margin reaches from the triangle's own box ([`margin`]); the
+        // layer's triangle boxes are already inflated by `inflate`.
+        let margins = |k: usize| {
+            settings_of.map(|(inflate, self_m, cross_m)| {
+                let m = if k == 0 { self_m } else { cross_m };
+                (m.point_triangle - inflate).max(0.0)
+            })
+        };
+        let cloth = MeshView {
+            tris: &self.tris,
+            owned: &self.owned,
+            tri_boxes: [&first.tris, &second.tris],
+            edge_boxes: [&first.edges, &second.edges],
+            offset: 0,
+        };
+        let cull = |point_margin: [f32; 2]| Cull {
+            points: [&first.points, &second.points],
+            point_margin,
+            layers: num_layers,
+            only: incremental.then_some(&self.changed[..]),
+        };
+        let capacity = candidates.capacity();
+        if settings.self_collision {
+            let tris = &self.tris;
+            if incremental {
+                // A pair of two changed triangles is reported by the lower one.
+                let changed = &self.tri_changed;
+                let keep = |a: u32, b: u32| {
+                    (a < b || !changed[b as usize])
+                        && !shares_any(&tris[a as usize], &tris[b as usize])
+                };
+                self_pairs_of(&self.bvh, &self.changed_tris, &keep, &mut self.self_ws);
+            } else {
+                let keep = |a: u32, b: u32| !shares_any(&tris[a as usize], &tris[b as usize]);
+                self_pairs(&self.bvh, &keep, &mut self.self_ws);
+            }
+            stats.pool_grew |= self.self_ws.grew();
+            // The full search merges the neighbour tests into the tree's in triangle-pair
+            // order (the order of a search over all overlapping pairs); an update appends them.
+            stats.pool_grew |= emit_chunked(
+                &self.self_ws,
+                &mut self.emit_chunks,
+                candidates,
+                (&cloth, &cloth),
+                &cull(margins(0)),
+                (!incremental).then_some(&self.neighbours),
+            );
+            if incremental {
+                stats.pool_grew |= self.neighbours.emit(&cloth, &cull(margins(0)), candidates);
+            }
+        }
+        if let Some(obvh) = &mut self.obstacle_bvh {
+            union(
+                &mut self.obstacle_boxes,
+                &first.obstacle_tris,
+                &second.obstacle_tris,
+            );
+            obvh.refit(&self.obstacle_boxes);
+            if incremental {
+                cross_pairs_of(&self.bvh, &self.changed_tris, obvh, &mut self.cross_ws);
+            } else {
+                cross_pairs(&self.bvh, obvh, &mut self.cross_ws);
+            }
+            stats.pool_grew |= self.cross_ws.grew();
+            let obstacle = MeshView {
+                tris: &self.obstacle_tris,
+                owned: &self.obstacle_owned,
+                tri_boxes: [&first.obstacle_tris, &second.obstacle_tris],
+                edge_boxes: [&first.obstacle_edges, &second.obstacle_edges],
+                offset: n as u32,
+            };
+            stats.pool_grew |= emit_chunked(
+                &self.cross_ws,
+                &mut self.emit_chunks,
+                candidates,
+                (&cloth, &obstacle),
+                &cull(margins(1)),
+                None,
+            );
+        }
+        stats.pool_grew |= candidates.capacity() != capacity;
+    }
+}
+
+/// True when two triangles share a vertex (or are the same triangle).
+pub(super) fn shares_any(a: &[u32; 3], b: &[u32; 3]) -> bool {
+    a.iter().any(|x| b.contains(x))
+}
+
+/// One test between the features of two cloth triangles that share a vertex: its candidate,
+/// and the features whose boxes cull it (point–triangle: the point and the triangle;
+/// edge–edge: the two edges).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NeighbourTest {
+    candidate: Candidate,
+    features: [u32; 2],
+    /// The triangle pair `[a, b]`, `a < b`, whose ownership emits the test.
+    pair: [u32; 2],
+}
+
+impl NeighbourTest {
+    /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
+    #[inline]
+    fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
+        let c = &self.candidate;
+        if cull
+            .only
+            .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
+        {
+            return;
+        }
+        let [f0, f1] = self.features.map(|f| f as usize);
+        let layers = 0..cull.layers;
+        let pass = match c.kind {
+            Kind::PointTriangle => layers.clone().any(|l| {
+                cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
+            }),
+            Kind::EdgeEdge => {
+                { layers }.any(|l| cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]))
+            }
+        };
+        if pass {
+            out.push(*c);
+        }
+    }
+}
+
+/// Tests between the features of topological neighbours: triangles sharing a vertex or an edge
+/// overlap in every search, so the tree search leaves their pairs out
+/// ([`ClothCollision::find_candidates`]) and their tests come from this list, built once at
+/// cloth creation. Each pair of neighbours contributes the tests its triangles own (the
+/// ownership of [`emit_tests`]), so the list and the tree's tests never overlap and together
+/// are the tests of every overlapping pair: a fold through a neighbour is found as before.
+/// A search culls the list with the same per-feature box tests, in fixed chunks whose buffers
+/// hold a whole chunk (no allocation).
+#[derive(Debug, Default)]
+pub(super) struct NeighbourTests {
+    tests: Vec<NeighbourTest>,
+    /// Per chunk of [`PAIR_CHUNK`] triangles, where its tests (by the pair's first triangle)
+    /// start; one more entry at the end.
+    chunk_starts: Vec<usize>,
+    bufs: Vec<Vec<Candidate>>,
+}
+
+/// Neighbour tests per parallel cull task (fixed: the split does not depend on the thread count).
+const NEIGHBOUR_CHUNK: usize = 4096;
+
+impl NeighbourTests {
+    /// The tests of every pair of `tris` sharing a vertex, `owned` the triangles' features.
+    pub(super) fn new(num_vertices: usize, tris: &[[u32; 3]], owned: &[Owned]) -> Self {
+        let mut ring: Vec<Vec<u32>> = vec![Vec::new(); num_vertices];
+        for (t, tri) in tris.iter().enumerate() {
+            for &v in tri {
+                ring[v as usize].push(t as u32);
+            }
+        }
+        let mut pairs: Vec<(u32, u32)> = ring
+            .iter()
+            .flat_map(|r| {
+                r.iter()
+                    .enumerate()
+                    .flat_map(move |(k, &a)| r[k + 1..].iter().map(move |&b| (a.min(b), a.max(b))))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut tests = Vec::new();
+        for (a, b) in pairs {
+            for (t, u) in [(a, b), (b, a)] {
+                let own = &owned[t as usize];
+                let other = tris[u as usize];
+                for &p in &own.verts[..usize::from(own.num_verts)] {
+                    if !other.contains(&p) {
+                        tests.push(NeighbourTest {
+                            candidate: Candidate {
+                                kind: Kind::PointTriangle,
+                                verts: [p, other[0], other[1], other[2]],
+                            },
+                            features: [p, u],
+                            pair: [a, b],
+                        });
+                    }
+                }
+            }
+            let (oa, ob) = (&owned[a as usize], &owned[b as usize]);
+            for k in 0..usize::from(oa.num_edges) {
+                let [p0, p1] = oa.edge_verts[k];
+                for l in 0..usize::from(ob.num_edges) {
+                    let [q0, q1] = ob.edge_verts[l];
+                    if p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1 {
+                        continue;
+                    }
+                    tests.push(NeighbourTest {
+                        candidate: Candidate {
+                            kind: Kind::EdgeEdge,
+                            verts: [p0, p1, q0, q1],
+                        },
+                        features: [oa.edges[k], ob.edges[l]],
+                        pair: [a, b],
+                    });
+                }
+            }
+        }
+        let bufs = tests
+            .chunks(NEIGHBOUR_CHUNK)
+            .map(|c| Vec::with_capacity(c.len()))
+            .collect();
+        let chunk_starts = (0..=tris.len().div_ceil(PAIR_CHUNK))
+            .map(|c| tests.partition_point(|t| (t.pair[0] as usize) < c * PAIR_CHUNK))
+            .collect();
+        Self {
+            tests,
+            chunk_starts,
+            bufs,
+        }
+    }
+
+    /// The tests of chunk `c` of the triangles ([`PAIR_CHUNK`] each, by the pair's first).
+    fn chunk(&self, c: usize) -> &[NeighbourTest] {
+        match (self.chunk_starts.get(c), self.chunk_starts.get(c + 1)) {
+            (Some(&a), Some(&b)) => &self.tests[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Grows each emission buffer of [`emit_chunks`] by the room its chunk's neighbour tests
+    /// need (they are merged into the tree's tests, [`emit_chunked`]).
+    pub(super) fn reserve_in(&self, bufs: &mut [Vec<Candidate>]) {
+        for (buf, w) in bufs.iter_mut().zip(self.chunk_starts.windows(2)) {
+            buf.reserve(w[1] - w[0]);
+        }
+    }
+
+    /// Appends to `out` the tests `cull` passes, in list order (`cloth` gives the boxes). True
+    /// if `out` had to grow.
+    pub(super) fn emit(
+        &mut self,
+        cloth: &MeshView<'_>,
+        cull: &Cull<'_>,
+        out: &mut ArenaVec<'_, Candidate>,
+    ) -> bool {
+        let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
+            buf.clear();
+            for t in tests {
+                t.emit(cloth, cull, buf);
+            }
+        };
+        let chunks = self
+            .tests
+            .par_chunks(NEIGHBOUR_CHUNK)
+            .zip(self.bufs.par_iter_mut());
+        if self.tests.len() >= EMIT_PARALLEL_MIN {
+            chunks.for_each(work);
+        } else {
+            self.tests
+                .chunks(NEIGHBOUR_CHUNK)
+                .zip(self.bufs.iter_mut())
+                .for_each(work);
+        }
+        let capacity = out.capacity();
+        for buf in &self.bufs {
+            out.extend_from_slice(buf);
+        }
+        out.capacity() != capacity
+    }
+}
+
+/// What a candidate search looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Contacts at x^n within η (repulsion and friction) and collisions from x^n to x^n + h v
+    /// within the CCD tolerance: the substep's search, serving the repulsion and the CCD rounds.
+    Substep,
+    /// Collisions from x^n to x^n + h v within the CCD tolerance (CCD rounds after the first,
+    /// impact zones, the last resort).
+    Swept,
+}
+
+/// The box margins of detection's pre-tests at one η ([`margin`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FeatureMargins {
+    point_triangle: f32,
+    edge_edge: f32,
+}
+
+impl FeatureMargins {
+    fn of(eta: f64) -> Self {
+        Self {
+            point_triangle: margin(Kind::PointTriangle, eta),
+            edge_edge: margin(Kind::EdgeEdge, eta),
+        }
+    }
+}
+
+/// `out[i]`: the box of vertex `i` of the shared space for a search: its segment from `x0[i]`
+/// to `x1[i]`.
+pub(super) fn vertex_boxes(x0: &[Vec3], x1: &[Vec3], out: &mut [Aabb]) {
+    for ((o, &a), &b) in out.iter_mut().zip(x0).zip(x1) {
+        *o = Aabb::from_points(&[a, b]);
+    }
+}
+
+/// `out[e]`: the box of edge `edges[e]` (vertex indices offset by `offset`
+/// into the shared space) grown by `grow`.
+pub(super) fn edge_boxes(
+    points: &[Aabb],
+    edges: &[[u32; 2]],
+    offset: u32,
+    grow: f32,
+    out: &mut [Aabb],
+) {
+    for (o, e) in out.iter_mut().zip(edges) {
+        *o = points[(e[0] + offset) as usize]
+            .union(&points[(e[1] + offset) as usize])
+            .inflate(grow);
+    }
+}
+
+/// The vertices and edges one triangle owns ([`ownership`]): the features
+/// [`emit_tests`] emits for it, in corner order (vertex `k` before `k + 1`,
+/// edge `k` joining corners `k` and `k + 1`), so a triangle pair needs no
+/// ownership look-ups of its own.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Owned {
+    /// Owned vertices (mesh-local indices), the first `num_verts`.
+    verts: [u32; 3],
+    /// Owned edges (indices into the mesh's edge list), the first `num_edges`.
+    edges: [u32; 3],
+    /// Their end vertices (mesh-local).
+    edge_verts: [[u32; 2]; 3],
+    num_verts: u8,
+    num_edges: u8,
+}
+
+/// Per triangle of `tris` (whose sorted unique `edges` are given) its
+/// [`Owned`] features.
+pub(super) fn owned_features(
+    num_vertices: usize,
+    tris: &[[u32; 3]],
+    edges: &[[u32; 2]],
+) -> Vec<Owned> {
+    let (tri_edges, vertex_owner, edge_owner) = ownership(num_vertices, tris, edges);
+    tris.iter()
+        .zip(&tri_edges)
+        .enumerate()
+        .map(|(t, (tri, te))| {
+            let mut o = Owned::default();
+            for &p in tri {
+                if vertex_owner[p as usize] == t as u32 {
+                    o.verts[usize::from(o.num_verts)] = p;
+                    o.num_verts += 1;
+                }
+            }
+            for &e in te {
+                if edge_owner[e as usize] == t as u32 {
+                    o.edges[usize::from(o.num_edges)] = e;
+                    o.edge_verts[usize::from(o.num_edges)] = edges[e as usize];
+                    o.num_edges += 1;
+                }
+            }
+            o
+        })
+        .collect()
+}
+
+/// One mesh of a candidate search: its topology, its boxes for this search,
+/// and where its vertices sit in the shared vertex space.
+#[derive(Clone, Copy)]
+pub(super) struct MeshView<'a> {
+    tris: &'a [[u32; 3]],
+    owned: &'a [Owned],
+    /// Per layer ([`LayerBoxes`]) the triangles' boxes.
+    tri_boxes: [&'a [Aabb]; 2],
+    /// Per layer the edges' boxes, grown by the layer's edge margin.
+    edge_boxes: [&'a [Aabb]; 2],
+    offset: u32,
+}
+
+/// How a search culls the tests of a triangle pair: per layer the vertices' boxes and the
+/// point–triangle margin; a test is kept when one of the first `layers` layers passes it, and,
+/// with `only`, when one of its vertices is marked.
+pub(super) struct Cull<'a> {
+    points: [&'a [Aabb]; 2],
+    point_margin: [f32; 2],
+    layers: usize,
+    only: Option<&'a [bool]>,
+}
+
+/// The boxes of one layer of a search: per vertex of the shared space (cloth, then obstacle
+/// vertices), per cloth triangle and edge, per obstacle triangle and edge. Sized at creation and
+/// when obstacles are set.
+#[derive(Debug, Default)]
+pub(super) struct LayerBoxes {
+    points: Vec<Aabb>,
+    tris: Vec<Aabb>,
+    edges: Vec<Aabb>,
+    obstacle_tris: Vec<Aabb>,
+    obstacle_edges: Vec<Aabb>,
+}
+
+impl LayerBoxes {
+    /// Boxes for a cloth of `vertices`, `tris` triangles and `edges` edges, no obstacles.
+    pub(super) fn new(vertices: usize, tris: usize, edges: usize) -> Self {
+        Self {
+            points: vec![Aabb::EMPTY; vertices],
+            tris: vec![Aabb::EMPTY; tris],
+            edges: vec![Aabb::EMPTY; edges],
+            obstacle_tris: Vec::new(),
+            obstacle_edges: Vec::new(),
+        }
+    }
+
+    /// Resizes for `vertices` vertices of the shared space and the obstacles' `tris` triangles
+    /// and `edges` edges.
+    pub(super) fn set_obstacles(&mut self, vertices: usize, tris: usize, edges: usize) {
+        self.points.resize(vertices, Aabb::EMPTY);
+        self.obstacle_tris = vec![Aabb::EMPTY; tris];
+        self.obstacle_edges = vec![Aabb::EMPTY; edges];
+    }
+}
+
+/// Candidate tests per chunk of triangle pairs each emission buffer starts
+/// with, per triangle of the chunk: twice the candidate list's start.
+pub(super) const EMIT_TESTS_PER_TRIANGLE_FACTOR: usize = 2;
+
+/// Emission buffers for the pair chunks of a mesh of `num_triangles`
+/// triangles, each with room for `tests_per_triangle` (times
+/// [`EMIT_TESTS_PER_TRIANGLE_FACTOR`]) tests per triangle of its chunk.
+pub(super) fn emit_chunks(num_triangles: usize, tests_per_triangle: usize) -> Vec<Vec<Candidate>> {
+    let per_chunk =
+        PAIR_CHUNK.min(num_triangles) * tests_per_triangle.max(1) * EMIT_TESTS_PER_TRIANGLE_FACTOR;
+    (0..num_triangles.div_ceil(PAIR_CHUNK))
+        .map(|_| Vec::with_capacity(per_chunk))
+        .collect()
+}
+
+/// Below this many triangle pairs, emission runs on the calling thread.
+pub(super) const EMIT_PARALLEL_MIN: usize = 2048;
+
+/// Appends to `out` the tests of every pair `(a, b)` of the last query of
+/// `ws` (`a` a triangle of `meshes.0`, `b` of `meshes.1`), in pair order
+/// ([`emit_tests`]). Each chunk of the query emits into its own buffer of
+/// `bufs` (in parallel from [`EMIT_PARALLEL_MIN`] pairs); the buffers are
+/// appended in chunk order, so `out` is the serial emission's list for any
+/// thread count. True if a buffer or `out` had to grow.
+pub(super) fn emit_chunked(
+    ws: &PairWorkspace,
+    bufs: &mut Vec<Vec<Candidate>>,
+    out: &mut ArenaVec<'_, Candidate>,
+    meshes: (&MeshView<'_>, &MeshView<'_>),
+    cull: &Cull<'_>,
+    neighbours: Option<&NeighbourTests>,
+) -> bool {
+    let chunks = ws.num_chunks();
+    let mut grew = false;
+    if bufs.len() < chunks {
+        bufs.resize_with(chunks, Vec::new);
+        grew = true;
+    }
+    let work = |(c, buf): (usize, &mut Vec<Candidate>)| -> bool {
+        let capacity = buf.capacity();
+        buf.clear();
+        // The neighbour tests of this chunk's triangles, merged in triangle-pair order.
+        let mut merged: &[NeighbourTest] = neighbours.map_or(&[], |nt| nt.chunk(c));
+        for &(a, b) in ws.chunk_pairs(c) {
+            while let Some((t, rest)) = merged.split_first() {
+                if t.pair >= [a, b] {
+                    break;
+                }
+                t.emit(meshes.0, cull, buf);
+                merged = rest;
+            }
+            emit_tests(buf, (meshes.0, a), (meshes.1, b), cull);
+        }
+        for t in merged {
+            t.emit(meshes.0, cull, buf);
+        }
+        buf.capacity() != capacity
+    };
+    let active = &mut bufs[..chunks];
+    let work_size = ws.pairs().len() + neighbours.map_or(0, |nt| nt.tests.len());
+    grew |= if work_size >= EMIT_PARALLEL_MIN {
+        active
+            .par_iter_mut()
+            .enumerate()
+            .map(work)
+            .reduce(|| false, |a, b| a || b)
+    } else {
+        active
+            .iter_mut()
+            .enumerate()
+            .map(work)
+            .filter(|&g| g)
+            .count()
+            > 0
+    };
+    let capacity = out.capacity();
+    for buf in active.iter() {
+        out.extend_from_slice(buf);
+    }
+    grew || out.capacity() != capacity
+}
+
+/// Emits the tests between triangle `a.1` of mesh `a.0` and triangle `b.1`
+/// of mesh `b.0` (possibly the same mesh): owned vertices of each against the
+/// other triangle, owned edges against owned edges, each kept only if its
+/// boxes pass ([`ClothCollision::find_candidates`]): a point's box within
+/// `point_margin` of the other triangle's box, edge boxes overlapping.
+#[inline]
+pub(super) fn emit_tests(
+    out: &mut Vec<Candidate>,
+    a: (&MeshView<'_>, u32),
+    b: (&MeshView<'_>, u32),
+    cull: &Cull<'_>,
+) {
+    let layers = 0..cull.layers;
+    let wanted = |verts: &[u32; 4]| {
+        cull.only
+            .is_none_or(|m| verts.iter().any(|&i| m[i as usize]))
+    };
+    for ((mesh, t), (omesh, u)) in [(a, b), (b, a)] {
+        let own = &mesh.owned[t as usize];
+        if own.num_verts == 0 {
+            continue;
+        }
+        let other = omesh.tris[u as usize].map(|i| i + omesh.offset);
+        let reach = [0, 1].map(|l| omesh.tri_boxes[l][u as usize].inflate(cull.point_margin[l]));
+        for &p in &own.verts[..usize::from(own.num_verts)] {
+            let pg = p + mesh.offset;
+            let verts = [pg, other[0], other[1], other[2]];
+            if other.contains(&pg)
+                || !layers
+                    .clone()
+                    .any(|l| cull.points[l][pg as usize].overlaps(&reach[l]))
+                || !wanted(&verts)
+            {
+                continue;
+            }
+            out.push(Candidate {
+                kind: Kind::PointTriangle,
+                verts,
+            });
+        }
+    }
+    let ((am, ta), (bm, tb)) = (a, b);
+    let (oa, ob) = (&am.owned[ta as usize], &bm.owned[tb as usize]);
+    let nb = usize::from(ob.num_edges);
+    if nb == 0 {
+        return;
+    }
+    for k in 0..usize::from(oa.num_edges) {
+        let [p0, p1] = oa.edge_verts[k].map(|i| i + am.offset);
+        let ea = oa.edges[k] as usize;
+        for l in 0..nb {
+            let [q0, q1] = ob.edge_verts[l].map(|i| i + bm.offset);
+            if p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1 {
+                continue;
+            }
+            let verts = [p0, p1, q0, q1];
+            let eb = ob.edges[l] as usize;
+            if !layers
+                .clone()
+                .any(|y| am.edge_boxes[y][ea].overlaps(&bm.edge_boxes[y][eb]))
+                || !wanted(&verts)
+            {
+                continue;
+            }
+            out.push(Candidate {
+                kind: Kind::EdgeEdge,
+                verts,
+            });
+        }
+    }
+}
+
+/// Per triangle its three edge indices (edge k joins corners k and k+1), and
+/// the owner triangle of every vertex and edge (the lowest-index triangle
+/// holding it).
+pub(super) fn ownership(
+    num_vertices: usize,
+    tris: &[[u32; 3]],
+    edges: &[[u32; 2]],
+) -> (Vec<[u32; 3]>, Vec<u32>, Vec<u32>) {
+    let mut vowner = vec![u32::MAX; num_vertices];
+    let mut eowner = vec![u32::MAX; edges.len()];
+    let mut tri_edges = Vec::with_capacity(tris.len());
+    for (t, tri) in tris.iter().enumerate() {
+        let mut te = [0u32; 3];
+        for k in 0..3 {
+            let (a, b) = (tri[k], tri[(k + 1) % 3]);
+            let key = [a.min(b), a.max(b)];
+            let e = edges
+                .binary_search(&key)
+                .expect("every triangle edge is in the sorted edge list")
+                as u32;
+            te[k] = e;
+            if eowner[e as usize] == u32::MAX {
+                eowner[e as usize] = t as u32;
+            }
+            if vowner[a as usize] == u32::MAX {
+                vowner[a as usize] = t as u32;
+            }
+        }
+        tri_edges.push(te);
+    }
+    (tri_edges, vowner, eowner)
+}
+
+/// Unique sorted edges of a triangle list.
+pub(super) fn unique_edges(tris: &[[u32; 3]]) -> Vec<[u32; 2]> {
+    let mut e: Vec<[u32; 2]> = tris
+        .iter()
+        .flat_map(|t| (0..3).map(move |k| [t[k].min(t[(k + 1) % 3]), t[k].max(t[(k + 1) % 3])]))
+        .collect();
+    e.sort_unstable();
+    e.dedup();
+    e
+}

@@ -1,0 +1,121 @@
+//! Detection of listed candidate tests: the box pre-tests that skip most of them, exact CCD, and
+//! the parallel pass that flags each test in list order.
+#![deny(unsafe_code)]
+
+use super::*;
+
+/// Candidates per parallel detection task (fixed, so the work split does not
+/// depend on the thread count; each flag depends on its candidate alone).
+pub(super) const DETECT_CHUNK: usize = 1024;
+/// Below this many candidates detection runs on the calling thread.
+pub(super) const DETECT_PARALLEL_MIN: usize = 4096;
+
+/// Sets `found[k] = test(&candidates[k])` for every candidate, in parallel
+/// chunks from [`DETECT_PARALLEL_MIN`] candidates. True if `found` had to grow
+/// (a pool overflow).
+pub(super) fn detect_parallel(
+    candidates: &[Candidate],
+    found: &mut ArenaVec<'_, bool>,
+    test: impl Fn(&Candidate) -> bool + Sync,
+) -> bool {
+    let capacity = found.capacity();
+    found.clear();
+    found.resize(candidates.len(), false);
+    let run = |(out, cs): (&mut [bool], &[Candidate])| {
+        for (f, c) in out.iter_mut().zip(cs) {
+            *f = test(c);
+        }
+    };
+    if candidates.len() >= DETECT_PARALLEL_MIN {
+        found
+            .as_mut_slice()
+            .par_chunks_mut(DETECT_CHUNK)
+            .zip(candidates.par_chunks(DETECT_CHUNK))
+            .for_each(run);
+    } else {
+        run((found.as_mut_slice(), candidates));
+    }
+    found.capacity() != capacity
+}
+
+/// The box margin that makes [`near`] a conservative pre-test of a contact
+/// closer than `eta` (m). Edge–edge: the segments' closest points are within
+/// `eta`, so their boxes grown by `eta` overlap. Point–triangle
+/// ([`proximity_point_triangle`]): the point is within `eta` of the plane and
+/// its projection has barycentric weights in `[−δ, 1 + δ]`, `δ = eta / L`
+/// (L the longest edge), i.e. lies within `3 δ L = 3 eta` of the triangle's
+/// box on every axis — `4 eta` in all. Grown by 1 % and 1 µm for f32/f64
+/// rounding.
+pub(super) fn margin(kind: Kind, eta: f64) -> f32 {
+    let k = match kind {
+        Kind::PointTriangle => 4.0,
+        Kind::EdgeEdge => 1.0,
+    };
+    (k * 1.01 * eta + 1e-6) as f32
+}
+
+/// True unless the axis-aligned boxes of the points `a` and of the points `b`
+/// are more than `margin` apart on some axis.
+#[inline]
+pub(super) fn near(a: &[Vec3], b: &[Vec3], margin: f32) -> bool {
+    let bounds = |p: &[Vec3]| {
+        p.iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), x| (lo.min(*x), hi.max(*x)),
+        )
+    };
+    let (alo, ahi) = bounds(a);
+    let (blo, bhi) = bounds(b);
+    (alo - margin).cmple(bhi).all() && (blo - margin).cmple(ahi).all()
+}
+
+/// η of candidate `c`: `eta` plus the largest `extra` thickness of its
+/// vertices ([`ClothCollision::set_obstacle_thickness`]).
+pub(super) fn pair_eta(extra: &[f32], c: &Candidate, eta: f32) -> f32 {
+    eta + c
+        .verts
+        .iter()
+        .map(|&v| extra[v as usize])
+        .fold(0.0, f32::max)
+}
+
+/// Conservative pre-test of [`ccd`]: a contact within `eta_c` at an instant
+/// of the linear motion `start → end` lies inside both sides' swept boxes
+/// (every position along a linear motion is inside the box of its ends), so
+/// disjoint swept boxes grown by [`margin`] mean no hit. Skips the coplanarity
+/// cubic for most candidates without changing any result.
+#[inline]
+pub(super) fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
+    let split = match kind {
+        Kind::PointTriangle => 1,
+        Kind::EdgeEdge => 2,
+    };
+    let a = [start[0], end[0], start[1], end[1]];
+    let b = [start[1], end[1], start[2], end[2], start[3], end[3]];
+    let m = margin(kind, eta_c);
+    if split == 1 {
+        near(&a[..2], &b, m)
+    } else {
+        near(&a, &b[2..], m)
+    }
+}
+
+/// Whether a stencil moving from `start` to `end` collides within `eta_c`: the cheap swept-box
+/// test, then CCD.
+pub(super) fn collides(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
+    swept_near(kind, start, end, eta_c)
+        && ccd(
+            kind,
+            start.map(Vec3::as_dvec3),
+            end.map(Vec3::as_dvec3),
+            eta_c,
+        )
+        .is_some()
+}
+
+pub(super) fn ccd(kind: Kind, start: [DVec3; 4], end: [DVec3; 4], eta_c: f64) -> Option<CcdHit> {
+    match kind {
+        Kind::PointTriangle => ccd_point_triangle(start, end, eta_c),
+        Kind::EdgeEdge => ccd_edge_edge(start, end, eta_c),
+    }
+}

@@ -1,0 +1,697 @@
+//! Unit tests of the collision stage.
+
+use std::collections::HashSet;
+
+use glam::Vec2;
+
+use super::*;
+use crate::collide::shapes::{Motion, Pose, Shape};
+use crate::mesh::generate::{GridSpec, grid};
+
+/// A small deterministic generator in [-1, 1).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+    }
+
+    fn vec(&mut self, scale: f32) -> Vec3 {
+        Vec3::new(self.next(), self.next(), self.next()) * scale
+    }
+}
+
+fn sheet(n: u32, size: f32, y: f32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let mesh = grid(&GridSpec {
+        nx: n,
+        ny: n,
+        size: Vec2::splat(size),
+        centre: Vec3::new(0.0, y, 0.0),
+        ..GridSpec::default()
+    })
+    .unwrap();
+    (mesh.positions, mesh.triangles)
+}
+
+/// An order-free key of a test: the point and the sorted triangle, or the
+/// two sorted edges in sorted order.
+fn key(kind: Kind, v: [u32; 4]) -> (Kind, [u32; 4]) {
+    match kind {
+        Kind::PointTriangle => {
+            let mut t = [v[1], v[2], v[3]];
+            t.sort_unstable();
+            (kind, [v[0], t[0], t[1], t[2]])
+        }
+        Kind::EdgeEdge => {
+            let a = [v[0].min(v[1]), v[0].max(v[1])];
+            let b = [v[2].min(v[3]), v[2].max(v[3])];
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            (kind, [a[0], a[1], b[0], b[1]])
+        }
+    }
+}
+
+/// Every point–triangle and edge–edge test between non-adjacent features
+/// of the cloth (with itself) and of the cloth against the obstacle, in
+/// the shared vertex space (obstacle vertices from `n`).
+fn every_test(
+    n: u32,
+    tris: &[[u32; 3]],
+    edges: &[[u32; 2]],
+    otris: &[[u32; 3]],
+    oedges: &[[u32; 2]],
+) -> Vec<Candidate> {
+    let shift = |t: &[u32; 3]| t.map(|i| i + n);
+    let oshift = |e: &[u32; 2]| e.map(|i| i + n);
+    let mut all = Vec::new();
+    let mut pt = |p: u32, t: [u32; 3]| {
+        if !t.contains(&p) {
+            all.push(Candidate {
+                kind: Kind::PointTriangle,
+                verts: [p, t[0], t[1], t[2]],
+            });
+        }
+    };
+    for p in 0..n {
+        for t in tris {
+            pt(p, *t);
+        }
+        for t in otris {
+            pt(p, shift(t));
+        }
+    }
+    let m = otris.iter().flatten().copied().max().map_or(0, |k| k + 1);
+    for p in n..n + m {
+        for t in tris {
+            pt(p, *t);
+        }
+    }
+    let mut ee = |a: [u32; 2], b: [u32; 2]| {
+        if !(a.contains(&b[0]) || a.contains(&b[1])) {
+            all.push(Candidate {
+                kind: Kind::EdgeEdge,
+                verts: [a[0], a[1], b[0], b[1]],
+            });
+        }
+    };
+    for (i, a) in edges.iter().enumerate() {
+        for b in &edges[i + 1..] {
+            ee(*a, *b);
+        }
+        for b in oedges {
+            ee(*a, oshift(b));
+        }
+    }
+    all
+}
+
+/// The feature-level cull of `find_candidates` drops no test that
+/// detection would find: on a crumpled sheet over a thick obstacle sheet
+/// with random velocities, every test of the brute-force list that
+/// proximity (at x^n, pair η) or CCD (over the substep, η_c) detects is
+/// in the substep's candidate list, every test CCD detects is in the swept
+/// list, and each list holds each test once (the tree's tests and the
+/// neighbour list's never overlap).
+#[test]
+fn feature_cull_keeps_every_detectable_test() {
+    let mut rng = Lcg(7);
+    let (mut x, tris) = sheet(10, 0.08, 0.0);
+    for p in &mut x {
+        *p += rng.vec(0.004);
+    }
+    let v: Vec<Vec3> = x.iter().map(|_| rng.vec(0.6)).collect();
+    let (ox, otris) = sheet(6, 0.1, -0.005);
+    let ov: Vec<Vec3> = ox.iter().map(|_| rng.vec(0.2)).collect();
+    let edges = unique_edges(&tris);
+    let oedges = unique_edges(&otris);
+    let n = x.len();
+    let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    cc.set_obstacles(&otris, &ox);
+    let thickness: Vec<f32> = (0..ox.len()).map(|k| 0.001 * (k % 3) as f32).collect();
+    cc.set_obstacle_thickness(&thickness);
+    let h = 0.01;
+    cc.x0[..n].copy_from_slice(&x);
+    cc.v[..n].copy_from_slice(&v);
+    cc.x0[n..].copy_from_slice(&ox);
+    cc.v[n..].copy_from_slice(&ov);
+    cc.update_end_positions(h);
+    let settings = CollisionSettings::default();
+    let eta = settings.thickness;
+    let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
+    let all = every_test(n as u32, &tris, &edges, &otris, &oedges);
+    let arena = Bump::new();
+    for reach in [Reach::Substep, Reach::Swept] {
+        let close = |c: &Candidate| {
+            let p = cc.positions(c, &cc.x0);
+            let eta = f64::from(pair_eta(&cc.extra_thickness, c, eta));
+            match c.kind {
+                Kind::PointTriangle => {
+                    proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta).is_some()
+                }
+                Kind::EdgeEdge => proximity_edge_edge([p[0], p[1]], [p[2], p[3]], eta).is_some(),
+            }
+        };
+        let collides = |c: &Candidate| {
+            let p = cc.positions(c, &cc.x0);
+            ccd(c.kind, p, cc.positions(c, &cc.x1), eta_c).is_some()
+        };
+        let detected = |c: &Candidate| match reach {
+            Reach::Substep => close(c) || collides(c),
+            Reach::Swept => collides(c),
+        };
+        let expected: Vec<_> = all.iter().filter(|c| detected(c)).collect();
+        let mut stats = CollisionStats::default();
+        let mut list = ArenaVec::new_in(&arena);
+        cc.find_candidates(&mut list, &settings, reach, &mut stats);
+        let listed: HashSet<_> = list.iter().map(|c| key(c.kind, c.verts)).collect();
+        assert_eq!(listed.len(), list.len(), "{reach:?}: a test listed twice");
+        for kind in [Kind::PointTriangle, Kind::EdgeEdge] {
+            let found = expected.iter().filter(|c| c.kind == kind).count();
+            assert!(found >= 20, "{reach:?} {kind:?}: only {found} detections");
+        }
+        for c in &expected {
+            assert!(
+                listed.contains(&key(c.kind, c.verts)),
+                "{reach:?}: detectable {c:?} culled"
+            );
+        }
+        assert!(
+            list.len() < all.len() / 10,
+            "{reach:?}: {} of {} tests listed",
+            list.len(),
+            all.len()
+        );
+    }
+}
+
+/// Bridson 2002 §3.10 step 4: the last-resort zone keeps being checked.
+/// A heavy patch falls through a light patch resting 1 cm above a floor,
+/// stopping 5 mm short of the floor itself. With no CCD rounds and a zone
+/// cap of 0, the first zone round takes the last resort, and the whole
+/// cloth moves rigidly with its mean velocity (≈ −2.5 m/s, 2.5 cm over the
+/// step) — through the floor, unless the next round merges the floor
+/// vertices it hits, so that the zone follows the floor. (Without the
+/// rounds after the last resort the light patch ends 14.75 mm below.)
+#[test]
+fn last_resort_zone_stops_at_the_obstacle_it_hits() {
+    let (a, tris_a) = sheet(4, 0.2, 0.01);
+    let (b, tris_b) = sheet(4, 0.2, 0.03);
+    let na = a.len() as u32;
+    let x: Vec<Vec3> = a.iter().chain(&b).copied().collect();
+    let tris: Vec<[u32; 3]> = tris_a
+        .iter()
+        .copied()
+        .chain(tris_b.iter().map(|t| t.map(|i| i + na)))
+        .collect();
+    let mut v = vec![Vec3::ZERO; x.len()];
+    v[a.len()..].fill(Vec3::new(0.0, -2.5, 0.0));
+    let (floor, floor_tris) = sheet(3, 1.0, 0.0);
+    let edges = unique_edges(&tris);
+    let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    cc.set_obstacles(&floor_tris, &floor);
+    let settings = CollisionSettings {
+        ccd_rounds: 0,
+        max_zone_rounds: 0,
+        ..CollisionSettings::default()
+    };
+    let mass: Vec<f32> = (0..x.len())
+        .map(|i| if i < a.len() { 0.001 } else { 0.1 })
+        .collect();
+    let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+    let h = 0.01;
+    let obstacles = ObstacleMeshes {
+        x0: &floor,
+        x1: &floor,
+        friction: &[],
+        analytic: &[],
+        colliders: &[],
+        collider_vertices: &[],
+        s0: 0.0,
+        s1: 1.0,
+    };
+    let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+    assert!(stats.last_resort, "{stats:?}");
+    let lowest = x
+        .iter()
+        .zip(&v)
+        .map(|(p, w)| p.y + h * w.y)
+        .fold(f32::INFINITY, f32::min);
+    assert!(
+        lowest >= 0.0,
+        "a vertex ends {:.2} mm below the floor",
+        -1e3 * lowest
+    );
+}
+
+/// The last resort against bodies that move differently: two resting floors 0.6 m apart
+/// with patches A and C falling into them at 2 m/s, and between them a ceiling coming down
+/// at 2 m/s onto patch B, which rises into it at 2 m/s. With no rounds, the first detection
+/// pass takes the last resort; the cloth and the three bodies form one zone, whose best fit
+/// (no rigid motion rests at both ends and goes down in the middle) carries A and C into
+/// their floors. No new body is left to join, so the cloth gives way: A and C follow their
+/// floors (they stop) and B the ceiling, and the check finds nothing left.
+#[test]
+fn last_resort_gives_way_between_bodies_that_move_differently() {
+    let shift = |(x, t): (Vec<Vec3>, Vec<[u32; 3]>), dx: f32| {
+        (
+            x.iter()
+                .map(|p| *p + Vec3::new(dx, 0.0, 0.0))
+                .collect::<Vec<_>>(),
+            t,
+        )
+    };
+    let join = |parts: &[&(Vec<Vec3>, Vec<[u32; 3]>)]| {
+        let (mut x, mut t) = (Vec::new(), Vec::new());
+        for (px, pt) in parts {
+            let base = x.len() as u32;
+            x.extend_from_slice(px);
+            t.extend(pt.iter().map(|tri| tri.map(|i| i + base)));
+        }
+        (x, t)
+    };
+    let a = shift(sheet(4, 0.1, 0.005), -0.3);
+    let b = shift(sheet(4, 0.1, 0.02), 0.0);
+    let c = shift(sheet(4, 0.1, 0.005), 0.3);
+    let (x, tris) = join(&[&a, &b, &c]);
+    let falling = Vec3::new(0.0, -2.0, 0.0);
+    let mut v = vec![falling; x.len()];
+    v[a.0.len()..a.0.len() + b.0.len()].fill(-falling);
+    let left = shift(sheet(3, 0.3, 0.0), -0.3);
+    let right = shift(sheet(3, 0.3, 0.0), 0.3);
+    let ceiling = sheet(3, 0.2, 0.03);
+    let (soup, soup_tris) = join(&[&left, &ceiling, &right]);
+    let h = 0.01;
+    let ceiling_range = left.0.len()..left.0.len() + ceiling.0.len();
+    let soup_end: Vec<Vec3> = soup
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            if ceiling_range.contains(&k) {
+                *p + h * falling
+            } else {
+                *p
+            }
+        })
+        .collect();
+    let edges = unique_edges(&tris);
+    let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    cc.set_obstacles(&soup_tris, &soup);
+    let settings = CollisionSettings {
+        ccd_rounds: 0,
+        max_zone_rounds: 0,
+        ..CollisionSettings::default()
+    };
+    let mass = vec![0.01f32; x.len()];
+    let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+    let obstacles = ObstacleMeshes {
+        x0: &soup,
+        x1: &soup_end,
+        friction: &[],
+        analytic: &[],
+        colliders: &[],
+        collider_vertices: &[],
+        s0: 0.0,
+        s1: 1.0,
+    };
+    let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+    assert!(stats.last_resort && stats.last_resort_gave_way, "{stats:?}");
+    assert!(!stats.last_resort_stopped, "{stats:?}");
+    assert_eq!(stats.last_resort_hits, 0, "{stats:?}");
+    let in_b = a.0.len()..a.0.len() + b.0.len();
+    for (i, w) in v.iter().enumerate() {
+        let want = if in_b.contains(&i) {
+            falling
+        } else {
+            Vec3::ZERO
+        };
+        assert!((*w - want).length() < 1e-4, "vertex {i}: {w}");
+    }
+}
+
+/// A last resort that cannot clear its hits stops the cloth (`last_resort_stopped`): two
+/// triangles of one cloth, a vertex of one lying on the other (distance 0), moving together
+/// at 1 m/s. Every zone move is a translation that keeps them touching, so CCD reports the
+/// pair in every round; with a zone cap of 0 the first round takes the last resort, the next
+/// finds the same hit with nothing left to merge, and the free vertices keep x^n (their
+/// velocity is zero) instead of taking a move the stage could not check. Without the stop
+/// they would end with the zone's velocity.
+#[test]
+fn last_resort_that_cannot_clear_its_hits_stops_the_cloth() {
+    let x = vec![
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(0.1, 0.0, 0.0),
+        Vec3::new(0.0, 0.0, 0.1),
+        Vec3::new(0.02, 0.0, 0.02),
+        Vec3::new(0.12, 0.05, 0.02),
+        Vec3::new(0.02, 0.05, 0.12),
+    ];
+    let tris = vec![[0, 2, 1], [3, 5, 4]];
+    let edges = unique_edges(&tris);
+    let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    let settings = CollisionSettings {
+        ccd_rounds: 0,
+        max_zone_rounds: 0,
+        ..CollisionSettings::default()
+    };
+    let mass = vec![0.01f32; x.len()];
+    let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+    let mut v = vec![Vec3::new(1.0, 0.0, 0.0); x.len()];
+    let obstacles = ObstacleMeshes {
+        x0: &[],
+        x1: &[],
+        friction: &[],
+        analytic: &[],
+        colliders: &[],
+        collider_vertices: &[],
+        s0: 0.0,
+        s1: 1.0,
+    };
+    let stats = cc.resolve(&settings, 0.01, &x, &mut v, &mass, &inv_mass, &obstacles);
+    assert!(stats.last_resort, "{stats:?}");
+    assert!(stats.last_resort_stopped, "{stats:?}");
+    assert!(v.iter().all(|w| *w == Vec3::ZERO), "{v:?}");
+}
+
+/// One free triangle: vertex 0 at `p`, the others 0.5 m farther out along
+/// `normal` (never close to anything), masses 0.01 kg.
+fn lone_triangle(p: Vec3, normal: Vec3, tangent: Vec3) -> (ClothCollision, Vec<Vec3>) {
+    let x = vec![p, p + 0.5 * normal, p + 0.5 * normal + 0.1 * tangent];
+    let tris = [[0, 1, 2]];
+    let edges = unique_edges(&tris);
+    let cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    (cc, x)
+}
+
+/// Runs the stage (no CCD rounds needed: nothing crosses) on the lone
+/// triangle against `colliders` over the part `[s0, 1]` of a substep;
+/// returns vertex 0's new velocity and the close pairs.
+fn repel_vertex(
+    p: Vec3,
+    normal: Vec3,
+    tangent: Vec3,
+    v0: Vec3,
+    colliders: &[ColliderView],
+    h: f32,
+    s0: f32,
+) -> (Vec3, u32) {
+    let (mut cc, x) = lone_triangle(p, normal, tangent);
+    let mass = [0.01; 3];
+    let inv_mass = [100.0; 3];
+    let mut v = vec![v0, Vec3::ZERO, Vec3::ZERO];
+    let obstacles = ObstacleMeshes {
+        colliders,
+        s0,
+        ..ObstacleMeshes::NONE
+    };
+    let settings = CollisionSettings::default();
+    let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+    assert_eq!(v[1], Vec3::ZERO);
+    assert_eq!(v[2], Vec3::ZERO);
+    (v[0], stats.proximity_pairs)
+}
+
+fn collider(shape: Shape, pose: Pose, motion: Motion) -> ColliderView {
+    ColliderView {
+        shape,
+        pose,
+        motion,
+        friction: 0.3,
+    }
+}
+
+/// A vertex 1 mm off a plane, sphere, capsule or box (η = 4 mm, so the overlap
+/// is d = 3 mm), approaching at 1 m/s and sliding at 0.5 m/s, m = 0.01 kg,
+/// h = 0.01 s, k = 100 N/m, μ = √(0.3 · 0.3): Bridson et al. 2002
+/// (§6.2–6.3) prescribes (a) the approach cancelled, (b) the spring change
+/// min(hkd/m, 0.1 d/h) = min(0.3, 0.03) = 0.03 m/s outwards, then friction
+/// removing μ Δv_N = 0.3 · 1.03 = 0.309 m/s of the slide. The stage applies
+/// it for the sphere and the capsule; the plane and the box are left to
+/// their tessellations (the vertex keeps its velocity), and
+/// [`response::repel_point_surface`] with their surface points gives the
+/// same prescribed change.
+#[test]
+fn vertex_near_a_smooth_collider_gets_bridsons_repulsion_and_friction() {
+    let pose = Pose {
+        translation: Vec3::new(0.1, 0.2, 0.3),
+        rotation: glam::Quat::from_rotation_z(0.3),
+    };
+    let cases = [
+        (Shape::Plane, Vec3::new(0.2, 0.0, -0.1), Vec3::Y, Vec3::X),
+        (
+            Shape::Sphere { radius: 0.3 },
+            0.3 * Vec3::new(1.0, 1.0, 0.0).normalize(),
+            Vec3::new(1.0, 1.0, 0.0).normalize(),
+            Vec3::Z,
+        ),
+        (
+            Shape::Capsule {
+                radius: 0.1,
+                half_length: 0.5,
+            },
+            Vec3::new(0.1, 0.2, 0.0),
+            Vec3::X,
+            Vec3::Y,
+        ),
+        (
+            Shape::Cuboid {
+                half_extents: Vec3::new(0.2, 0.1, 0.3),
+            },
+            Vec3::new(0.05, 0.1, 0.1),
+            Vec3::Y,
+            Vec3::X,
+        ),
+    ];
+    for (shape, local_p, local_n, local_t) in cases {
+        let n = pose.rotation * local_n;
+        let t = pose.rotation * local_t;
+        let p = pose.transform_point(local_p) + 0.001 * n;
+        let v0 = -1.0 * n + 0.5 * t;
+        let col = collider(shape, pose, Motion::default());
+        let (v, close) = repel_vertex(p, n, t, v0, &[col], 0.01, 0.0);
+        let expected = 0.03 * n + (0.5 - 0.309) * t;
+        if shape.repels_from_surface() {
+            assert_eq!(close, 1, "{shape:?}");
+            assert!(
+                v.abs_diff_eq(expected, 1e-5),
+                "{shape:?}: {v} != {expected}"
+            );
+        } else {
+            assert_eq!((v, close), (v0, 0), "{shape:?}");
+        }
+        let sp = shape.surface_point(&pose, p);
+        let mut w = v0;
+        response::repel_point_surface(
+            &mut w,
+            100.0,
+            Vec3::ZERO,
+            sp.normal,
+            0.004 - sp.distance,
+            0.01,
+            100.0,
+            0.3,
+        );
+        assert!(
+            w.abs_diff_eq(expected, 1e-5),
+            "{shape:?}: {w} != {expected}"
+        );
+    }
+}
+
+/// Moving colliders: the obstacle side moves with the surface point
+/// nearest the vertex. A sphere rising at 0.5 m/s under a resting vertex
+/// 1 mm above its top: (a) 0.5 m/s, (b) + 0.03 m/s. A sphere (r = 0.3 m)
+/// spinning at 0.02 rad/s about y under a resting vertex 1 mm off its
+/// equator, whose surface slides at 6 mm/s there: (b) 0.03 m/s outwards,
+/// and friction μ Δv_N = 9 mm/s ≥ 6 mm/s, so the vertex sticks (static
+/// friction: it takes the surface's tangential velocity).
+#[test]
+fn moving_collider_pushes_and_drags_the_vertex() {
+    let rising = Motion {
+        linear_velocity: Vec3::new(0.0, 0.5, 0.0),
+        angular_velocity: Vec3::ZERO,
+    };
+    let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, rising);
+    let p = Vec3::new(0.0, 0.301, 0.0);
+    let (v, _) = repel_vertex(p, Vec3::Y, Vec3::X, Vec3::ZERO, &[ball], 0.01, 0.0);
+    assert!(v.abs_diff_eq(Vec3::new(0.0, 0.53, 0.0), 1e-6), "{v}");
+
+    let spin = Motion {
+        linear_velocity: Vec3::ZERO,
+        angular_velocity: Vec3::new(0.0, 0.02, 0.0),
+    };
+    let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, spin);
+    let p = Vec3::new(0.301, 0.0, 0.0);
+    let (v, close) = repel_vertex(p, Vec3::X, Vec3::Z, Vec3::ZERO, &[ball], 0.01, 0.0);
+    assert_eq!(close, 1);
+    assert!(v.abs_diff_eq(Vec3::new(0.03, 0.0, -0.006), 1e-6), "{v}");
+}
+
+/// Over the part [s0, 1] of a substep (step control, IMEX pieces) the
+/// collider stands where its motion has taken it at s0: a sphere rising at
+/// 1 m/s over a 10 ms substep is 5 mm up at s0 = 0.5 (the part lasts
+/// h = 5 ms), so a vertex 7.5 mm above its top is 2.5 mm off it, within η; at the
+/// start of the substep it is 7.5 mm off, out of reach.
+#[test]
+fn collider_pose_follows_the_covered_part_of_the_substep() {
+    let rising = Motion {
+        linear_velocity: Vec3::new(0.0, 1.0, 0.0),
+        angular_velocity: Vec3::ZERO,
+    };
+    let ball = collider(Shape::Sphere { radius: 0.3 }, Pose::IDENTITY, rising);
+    let p = Vec3::new(0.0, 0.3075, 0.0);
+    let v0 = Vec3::new(0.0, 1.0, 0.0);
+    let (_, close) = repel_vertex(p, Vec3::Y, Vec3::X, v0, &[ball], 0.01, 0.0);
+    assert_eq!(close, 0);
+    let (v, close) = repel_vertex(p, Vec3::Y, Vec3::X, v0, &[ball], 0.005, 0.5);
+    assert_eq!(close, 1);
+    // Moving with the sphere: no inelastic part; the spring adds
+    // min(hkd/m, 0.1 d/h) = min(0.075, 0.03) with d = 1.5 mm, h = 5 ms.
+    assert!(v.abs_diff_eq(Vec3::new(0.0, 1.03, 0.0), 1e-5), "{v}");
+}
+
+/// With the sphere's tessellation flagged as the collider's, the proximity
+/// search leaves it out: a small sheet resting 2 mm above the sphere's top
+/// has exactly one close pair per vertex (the vertex–surface pairs), not
+/// the vertex–triangle and edge–edge pairs of the tessellation, and every
+/// vertex gets the capped spring 0.1 d/h along its own normal.
+#[test]
+fn curved_collider_tessellation_is_left_out_of_the_proximity_search() {
+    let r = 0.3;
+    let (x, tris) = sheet(4, 0.02, r + 0.002);
+    let ball = crate::mesh::icosphere(r, 4).unwrap();
+    let edges = unique_edges(&tris);
+    let mass = vec![0.01; x.len()];
+    let inv_mass = vec![100.0; x.len()];
+    let shape = Shape::Sphere { radius: r };
+    let sphere = collider(shape, Pose::IDENTITY, Motion::default());
+    let flags = vec![true; ball.positions.len()];
+    let settings = CollisionSettings::default();
+    let h = 0.01;
+    let run = |analytic: &[bool], colliders: &[ColliderView]| {
+        let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+        cc.set_obstacles(&ball.triangles, &ball.positions);
+        let mut v = vec![Vec3::ZERO; x.len()];
+        let obstacles = ObstacleMeshes {
+            x0: &ball.positions,
+            x1: &ball.positions,
+            friction: &[],
+            analytic,
+            colliders,
+            collider_vertices: &[[0, ball.positions.len() as u32]],
+            s0: 0.0,
+            s1: 1.0,
+        };
+        let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
+        (v, stats.proximity_pairs)
+    };
+    let (v, close) = run(&flags, &[sphere]);
+    assert_eq!(close as usize, x.len());
+    for (p, w) in x.iter().zip(&v) {
+        let sp = shape.surface_point(&Pose::IDENTITY, *p);
+        let expected = (0.1 * (0.004 - sp.distance) / h) * sp.normal;
+        assert!(w.abs_diff_eq(expected, 1e-5), "{w} != {expected}");
+    }
+    let (_, tessellation_pairs) = run(&[], &[]);
+    assert!(
+        tessellation_pairs as usize > x.len(),
+        "{tessellation_pairs}"
+    );
+}
+
+/// The searches of later CCD rounds re-query only the triangles holding a vertex whose
+/// velocity changed, yet end with the list a full search at the new velocities gives: on a
+/// crumpled sheet over an obstacle sheet, with a third of the vertices given new velocities,
+/// the updated swept list and a fresh swept list hold the same tests, each once.
+#[test]
+fn incremental_search_finds_what_a_full_search_finds() {
+    let mut rng = Lcg(11);
+    let (mut x, tris) = sheet(10, 0.08, 0.0);
+    for p in &mut x {
+        *p += rng.vec(0.004);
+    }
+    let v: Vec<Vec3> = x.iter().map(|_| rng.vec(0.6)).collect();
+    let (ox, otris) = sheet(6, 0.1, -0.005);
+    let edges = unique_edges(&tris);
+    let n = x.len();
+    let mut cc = ClothCollision::new(&tris, &edges, &vec![0.0; edges.len()], &x);
+    cc.set_obstacles(&otris, &ox);
+    let h = 0.01;
+    cc.x0[..n].copy_from_slice(&x);
+    cc.v[..n].copy_from_slice(&v);
+    cc.x0[n..].copy_from_slice(&ox);
+    cc.update_end_positions(h);
+    let settings = CollisionSettings::default();
+    let arena = Bump::new();
+    let mut stats = CollisionStats::default();
+    let mut updated = ArenaVec::new_in(&arena);
+    cc.find_candidates(&mut updated, &settings, Reach::Swept, &mut stats);
+    let before = updated.len();
+    cc.changed.fill(false);
+    for i in (0..n).filter(|i| i % 3 == 0) {
+        cc.v[i] = rng.vec(0.6);
+        cc.changed[i] = true;
+    }
+    cc.update_end_positions(h);
+    cc.update_candidates(&mut updated, &settings, Reach::Swept, &mut stats);
+    let mut fresh = ArenaVec::new_in(&arena);
+    cc.find_candidates(&mut fresh, &settings, Reach::Swept, &mut stats);
+    let a: HashSet<_> = updated.iter().map(|c| key(c.kind, c.verts)).collect();
+    let b: HashSet<_> = fresh.iter().map(|c| key(c.kind, c.verts)).collect();
+    assert_eq!(a.len(), updated.len(), "a test listed twice");
+    assert!(
+        before > 100 && fresh.len() > 100,
+        "{before} {}",
+        fresh.len()
+    );
+    assert_eq!(a, b);
+}
+
+/// A vertex shot at a sphere (and a sphere moving onto a vertex) is stopped by the vertex CCD
+/// against the exact surface: the vertex ends at the separation of
+/// `ClothCollision::analytic_separation` from the surface, not past it, and the other vertices
+/// of the lone triangle, away from the sphere, are untouched.
+#[test]
+fn vertex_ccd_stops_at_the_exact_sphere() {
+    let r = 0.3;
+    let shape = Shape::Sphere { radius: r };
+    let h = 0.01;
+    let settings = CollisionSettings::default();
+    // (vertex velocity, sphere velocity): the vertex falls at 3 m/s from 2 cm above a
+    // resting sphere; the sphere rises at 3 m/s under a resting vertex.
+    for (v0, ball) in [
+        (Vec3::new(0.0, -3.0, 0.0), Vec3::ZERO),
+        (Vec3::ZERO, Vec3::new(0.0, 3.0, 0.0)),
+    ] {
+        let p = Vec3::new(0.0, r + 0.02, 0.0);
+        let (mut cc, x) = lone_triangle(p, Vec3::X, Vec3::Z);
+        let motion = Motion {
+            linear_velocity: ball,
+            angular_velocity: Vec3::ZERO,
+        };
+        let colliders = [collider(shape, Pose::IDENTITY, motion)];
+        // The CCD pass alone (the repulsion would already stop the vertex at η).
+        cc.x0.copy_from_slice(&x);
+        cc.v.copy_from_slice(&[v0, Vec3::ZERO, Vec3::ZERO]);
+        cc.inv_mass.fill(100.0);
+        cc.dirty.fill(true);
+        let s_min = min_separation(f64::from(settings.thickness)) as f32;
+        let hits = cc.analytic_ccd(&colliders, 0.0, &settings, h, s_min);
+        let v = cc.v.clone();
+        assert_eq!(hits, 1);
+        let sep = cc.analytic_separation(r, s_min);
+        let end = x[0] + h * v[0];
+        let centre = ball * h;
+        let gap = (end - centre).length() - r;
+        assert!(
+            (gap - sep).abs() < 1e-5,
+            "gap {gap} separation {sep}, v {}",
+            v[0]
+        );
+        assert_eq!(v[1], Vec3::ZERO);
+        assert_eq!(v[2], Vec3::ZERO);
+    }
+}
