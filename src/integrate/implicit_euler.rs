@@ -1,6 +1,9 @@
 //! The linearised implicit Euler step of Baraff–Witkin 1998.
 //!
-//! One Newton step of backward Euler (METHODS-bw-bridson eq. 2.13–2.14), with
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
+//!
+//! One Newton step of backward Euler (`docs/methods/baraff-witkin.md` (2.13–2.14)), with
 //! contact position offsets y (eq. 2.17) and constraints by filtering (eq. 2.16):
 //!
 //! ```text
@@ -47,7 +50,7 @@ pub enum BendingModel {
     DiscreteShell,
 }
 
-/// How the elastic bending force is integrated (METHODS-bw-bridson §4.8).
+/// How the elastic bending force is integrated (`docs/methods/dihedral-bending.md` §4.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BendingIntegration {
     /// Backward Euler with everything else: the bending Jacobian enters A.
@@ -55,7 +58,7 @@ pub enum BendingIntegration {
     Implicit,
     /// IMEX: the elastic bending force is evaluated at the start of the step and left out of K
     /// (explicit); bending damping, stretch and shear stay implicit. Stable below the step limit
-    /// [`ImplicitEuler::explicit_bending_step_limit`] (METHODS-bw-bridson §4.9); the pipeline splits
+    /// [`ImplicitEuler::explicit_bending_step_limit`] (`docs/methods/dihedral-bending.md` §4.9); the pipeline splits
     /// longer substeps (see `pipeline::substep`).
     Imex,
 }
@@ -326,7 +329,7 @@ impl ImplicitEuler {
     }
 
     /// Per-triangle stretch measure max(|w_u|, |w_v|) at positions `x`
-    /// (METHODS-bw-bridson §2.11), written into `out`.
+    /// (`docs/methods/baraff-witkin.md` §2.11), written into `out`.
     pub fn stretch_measures(&self, x: &[Vec3], out: &mut [f32]) {
         for ((t, rest), o) in self
             .tri_verts
@@ -363,8 +366,8 @@ impl ImplicitEuler {
         e
     }
 
-    /// One linearised backward-Euler step of length `h` (METHODS-bw-bridson
-    /// eq. 2.14, 2.16, 2.17) at x0 = `x`, v0 = `v`: overwrites `v` with
+    /// One linearised backward-Euler step of length `h` (`docs/methods/baraff-witkin.md`
+    /// (2.14), (2.16), (2.17)) at x0 = `x`, v0 = `v`: overwrites `v` with
     /// v1 = v0 + Δv and leaves `x` alone, so that velocity corrections
     /// (friction, collisions) can come before the caller sets x1 = x0 + h v1 + y.
     /// `external` is the external force per vertex (N), `mass` the lumped
@@ -396,7 +399,7 @@ impl ImplicitEuler {
         }
     }
 
-    /// Solves the assembled system (METHODS-bw-bridson eq. 2.16) and adds Δv
+    /// Solves the assembled system (`docs/methods/baraff-witkin.md` (2.16)) and adds Δv
     /// to `v`; records the constraint impulses.
     pub fn solve(
         &mut self,
@@ -436,7 +439,7 @@ impl ImplicitEuler {
     ///
     /// With `v⁻` the velocities remembered by [`Self::remember_velocities`] and `v` those the
     /// collision stage left, `Δ = v − v⁻`. The response `δ` solves the filtered system of
-    /// METHODS-bw-bridson eq. 2.16 with the matrix of this substep and no load,
+    /// `docs/methods/baraff-witkin.md` (2.16) with the matrix of this substep and no load,
     ///
     /// ```text
     /// S'(A δ) = 0,   (I − S') δ = (I − S') Δ,   A = M − hD − h²K (eq. 2.14),
@@ -528,7 +531,7 @@ impl ImplicitEuler {
     }
 
     /// Assembles A = M − hD − h²K and b = h(f0 + K(h v0 + y)) in place
-    /// (METHODS-bw-bridson eq. 2.14, 2.17). Returns the elastic energy at x0.
+    /// (`docs/methods/baraff-witkin.md` (2.14), 2.17). Returns the elastic energy at x0.
     ///
     /// `air_damping` c (1/s) adds the drag force −c m v, integrated implicitly
     /// (D gains −c m I on the diagonal): a rigid swing, which no internal
@@ -598,7 +601,7 @@ impl ImplicitEuler {
                 let e = hinge_element(settings, &xe, &ve, rest, mode);
                 let dfdx = match settings.bending_integration {
                     BendingIntegration::Implicit => &e.dfdx,
-                    // METHODS-bw-bridson eq. 4.10: elastic bending in F1 (explicit), no K.
+                    // `docs/methods/dihedral-bending.md` (4.10): elastic bending in F1 (explicit), no K.
                     BendingIntegration::Imex => &ZERO_BLOCKS,
                 };
                 out.write(h, &e.force, dfdx, &e.dfdv, &we, e.energy);
@@ -620,7 +623,7 @@ impl ImplicitEuler {
     }
 
     /// The largest stable substep (s) of the IMEX split at positions `x` with lumped masses `mass`
-    /// (METHODS-bw-bridson §4.8–4.9); `f64::INFINITY` when bending is implicit or there is no bending.
+    /// (`docs/methods/dihedral-bending.md` §4.8–4.9); `f64::INFINITY` when bending is implicit or there is no bending.
     ///
     /// With the elastic bending force explicit and everything else implicit, each bending mode is
     /// advanced by symplectic Euler (`v⁺ = v + h M⁻¹ f_b(x)`, `x⁺ = x + h v⁺`), stable for
@@ -666,7 +669,7 @@ impl ImplicitEuler {
         }
     }
 
-    /// λ_i = (I − S_i)(A Δv − b)_i for constrained vertices (METHODS-bw-bridson §2.7).
+    /// λ_i = (I − S_i)(A Δv − b)_i for constrained vertices (`docs/methods/baraff-witkin.md` §2.7).
     fn compute_constraint_impulses(&mut self, filters: &[Filter]) {
         let pattern = self.a.pattern();
         let values = self.a.values();
@@ -799,7 +802,7 @@ impl<const N: usize> ElementSlot<'_, N> {
         }
     }
 
-    /// METHODS-bw-bridson eq. 2.14: A gets −h D − h² K (blocks row-major), b gets
+    /// `docs/methods/baraff-witkin.md` (2.14): A gets −h D − h² K (blocks row-major), b gets
     /// h (f + K w) with w = h v + y, evaluated in f64 and rounded once.
     fn write(
         &mut self,
@@ -984,7 +987,7 @@ mod tests {
 
     #[test]
     fn step_limit_scales_with_spacing_squared() {
-        // METHODS-bw-bridson §4.9: h_max ∝ Δp². Halving the spacing quarters the limit.
+        // `docs/methods/dihedral-bending.md` §4.9: h_max ∝ Δp². Halving the spacing quarters the limit.
         let (mut a, xa, ma) = bumpy(17, BendingModel::DiscreteShell);
         let (mut b, xb, mb) = bumpy(33, BendingModel::DiscreteShell);
         let ratio =

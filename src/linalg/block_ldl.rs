@@ -1,7 +1,7 @@
 //! Incomplete block `L D Lᵀ` preconditioners on the fixed block pattern: block IC(0) and
 //! block symmetric Gauss–Seidel.
 //!
-//! METHODS-bw-bridson §2.8 leaves the preconditioner `P` open (BW98 used a diagonal one; the
+//! `docs/methods/baraff-witkin.md` §2.8 leaves the preconditioner `P` open (BW98 used a diagonal one; the
 //! block diagonal is the variant of [`BlockJacobi`](super::BlockJacobi)). This module builds two
 //! stronger ones with the same shape,
 //!
@@ -22,7 +22,7 @@
 //!
 //! # The filter
 //! The matrix factored is not `A` but the filtered matrix of the system PCG actually solves
-//! (METHODS §2.8 note: CG on `S A S y = S (b − A z)`),
+//! (`docs/methods/baraff-witkin.md` §2.8 note: CG on `S A S y = S (b − A z)`),
 //!
 //! ```text
 //! Ã_ij = S_i A_ij S_j  (i ≠ j),      Ã_ii = S_i A_ii S_i + c_i (I − S_i),

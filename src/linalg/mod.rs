@@ -9,7 +9,7 @@
 //! - [`precond`]: [`BlockJacobi`], the inverse of the block diagonal (inverted in `f64`).
 //! - [`block_ldl`]: [`IncompleteBlockLdl`], block IC(0) and block symmetric Gauss–Seidel of
 //!   the filtered matrix on the same pattern (the [`Preconditioner`] choice of the PCG).
-//! - [`pcg`]: the per-vertex [`Filter`] (METHODS-bw-bridson eq. 2.15) and the modified PCG of
+//! - [`pcg`]: the per-vertex [`Filter`] (`docs/methods/baraff-witkin.md` (2.15)) and the modified PCG of
 //!   Baraff–Witkin ([`solve_filtered_pcg`], eq. 2.16), the unfiltered [`solve_pcg`] and the
 //!   constraint impulse of §2.7.
 //! - [`csr`]: [`SymCsr`], the scalar symmetric `G W Gᵀ + D` of Wang 2012 eq. 3.25/3.30 on a

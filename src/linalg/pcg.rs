@@ -1,6 +1,9 @@
 //! Filtered (modified) preconditioned conjugate gradients of Baraff–Witkin.
 //!
-//! Solves the constrained system of METHODS-bw-bridson (2.16),
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
+//!
+//! Solves the constrained system of `docs/methods/baraff-witkin.md` (2.16),
 //!
 //! ```text
 //! S (A dv - b) = 0,    (I - S) dv = z,
@@ -8,13 +11,13 @@
 //!
 //! with `S = blockdiag(S_i)` the per-vertex filters of (2.15) ([`Filter`]) and `z` the
 //! prescribed velocity changes in the constrained directions (`z_i ∈ range(I - S_i)`). The
-//! iteration is METHODS §2.8's `filtered_pcg`, i.e. CG on `S A S y = S (b - A z)` with
+//! iteration is `docs/methods/baraff-witkin.md` §2.8's `filtered_pcg`, i.e. CG on `S A S y = S (b - A z)` with
 //! `dv = z + y`, preconditioned by `S P⁻¹ S` with `P⁻¹` the block-Jacobi inverse
 //! ([`BlockJacobi`]) or, chosen when the workspace is made
 //! ([`PcgWorkspace::with_preconditioner`]), the block IC(0) or block symmetric Gauss–Seidel of
 //! the filtered matrix ([`IncompleteBlockLdl`]), refactored at the start of every solve.
 //!
-//! Choices among the ambiguities METHODS flags (tested below):
+//! Choices where accounts of the method differ (tested below; `docs/methods/baraff-witkin.md` §2.8):
 //! - `d_0` is measured on `S (b - A z)`, not on `S b` (§2.8 note, appendix item 6), so the
 //!   relative tolerance means what it says when `z != 0`.
 //! - `P⁻¹` is the operator applied to the residual; `d_0` and `d_new` use that same operator.
@@ -53,9 +56,9 @@ use super::pattern::BlockPattern;
 use super::precond::BlockJacobi;
 use super::reduce::{self, dot_f64};
 
-/// The per-vertex filter S_i of Baraff–Witkin (METHODS eq. 2.15): p, q unit and orthogonal.
+/// The per-vertex filter S_i of Baraff–Witkin (`docs/methods/baraff-witkin.md` (2.15)): p, q unit and orthogonal.
 ///
-/// Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.15. The variants are public so a caller can
+/// Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.15). The variants are public so a caller can
 /// build them directly, but `S_i` is an orthogonal projector only when the directions are
 /// unit length and orthogonal; [`Filter::one_direction`] and [`Filter::two_directions`]
 /// normalise and orthogonalise, [`Filter::is_valid`] checks.
@@ -287,13 +290,13 @@ impl PcgWorkspace {
     }
 }
 
-/// Modified PCG of Baraff–Witkin (METHODS §2.8): solves S(A dv - b) = 0, (I - S) dv = z.
+/// Modified PCG of Baraff–Witkin (`docs/methods/baraff-witkin.md` §2.8): solves S(A dv - b) = 0, (I - S) dv = z.
 ///
-/// Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.16. Symbols: `a` = `A` (SPD on `range(S)`,
+/// Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.16). Symbols: `a` = `A` (SPD on `range(S)`,
 /// (2.14)), `b` = right-hand side, `z` = prescribed constrained components (must lie in
 /// `range(I - S_i)` per vertex), `filters[i]` = `S_i` of (2.15).
 ///
-/// - d_0 is measured on S(b - A z) (METHODS §2.8 note), not on `S b`.
+/// - d_0 is measured on S(b - A z) (`docs/methods/baraff-witkin.md` §2.8 note), not on `S b`.
 /// - `dv` is a warm start: the initial iterate is `z_i + S_i dv_i` (exactly `z_i` for fixed
 ///   rows); pass zeros for a cold start. On return it holds the current iterate.
 /// - `should_stop(iteration)` is called before every iteration, including the first, with the
@@ -354,10 +357,10 @@ pub fn solve_pcg(
     solve(a, b, None, AllFree, settings, ws, dv, should_stop)
 }
 
-/// The constraint impulse `λ = (I - S)(A dv - b)` of METHODS §2.7, per vertex: what the
+/// The constraint impulse `λ = (I - S)(A dv - b)` of `docs/methods/baraff-witkin.md` §2.7, per vertex: what the
 /// constraints apply over the step (contact release, §2.9, reads its sign along the normal).
 ///
-/// Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.16 (the residual in the constrained
+/// Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.16) (the residual in the constrained
 /// directions). Allocates nothing.
 ///
 /// # Panics
@@ -442,7 +445,7 @@ fn solve<F: FilterSet>(
         warm = 0.0;
     }
 
-    // d_0 on S(b - A z) (METHODS §2.8 note).
+    // d_0 on S(b - A z) (`docs/methods/baraff-witkin.md` §2.8 note).
     let d0 = residual_pass(a, b, z, filters, pre, r, s);
     if !d0.is_finite() {
         report.relative_residual = f64::NAN;

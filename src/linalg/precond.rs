@@ -1,9 +1,9 @@
 //! Block-Jacobi preconditioner: the inverse of the 3×3 block diagonal.
 //!
-//! METHODS-bw-bridson §2.8 names a diagonal preconditioner (BW98) and the inverse of the 3×3
+//! `docs/methods/baraff-witkin.md` §2.8 names a diagonal preconditioner (BW98) and the inverse of the 3×3
 //! block diagonal as a natural variant; this is the variant. Each diagonal block `B_i` is
 //! inverted in `f64` and stored as an `f32` block, so applying the preconditioner is one 3×3
-//! product per row. The operator stored and applied is `P⁻¹ ≈ A⁻¹` (METHODS appendix item 6:
+//! product per row. The operator stored and applied is `P⁻¹ ≈ A⁻¹` (`docs/methods/baraff-witkin.md` §2.8:
 //! whatever the name, the operator applied to the residual must approximate `A⁻¹`).
 //!
 //! # Fallbacks

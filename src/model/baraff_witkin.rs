@@ -1,5 +1,8 @@
 //! Baraff–Witkin 1998 cloth: stretch, shear and bend conditions, their damping, and the per-element
-//! forces and Jacobian blocks the implicit integrator assembles (METHODS-bw-bridson §2.1–2.5).
+//! forces and Jacobian blocks the implicit integrator assembles (`docs/methods/baraff-witkin.md` §2.1–2.5).
+//!
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
 //!
 //! # Conditions and energies
 //!
@@ -14,13 +17,13 @@
 //! ```
 //!
 //! **Scaling (deviation from BW98).** BW98 put the rest area `a` inside the stretch and shear conditions,
-//! so `E = (k/2) a² (…)²` grows with a² and the stiffness `k` depends on mesh resolution (METHODS-bw-bridson
+//! so `E = (k/2) a² (…)²` grows with a² and the stiffness `k` depends on mesh resolution (`docs/methods/baraff-witkin.md`
 //! §2.3 remark, appendix item 7). We use `√a`: `E = k a (|w_u| − b_u)²/2` is a membrane energy density
 //! (`k/2 · strain²`, k in N/m) integrated over the triangle, so refining the mesh does not change the
 //! material. Likewise `C = θ` ignores the hinge size; we weight it with `w = |e|²/(A1 + A2)` from the rest
-//! geometry (METHODS-bw-bridson §4.1), so `E_b = (k_b/2) w (θ − θ0)²` approximates `∫ (k_b/2) κ² dA` with
+//! geometry (`docs/methods/dihedral-bending.md` §4.1), so `E_b = (k_b/2) w (θ − θ0)²` approximates `∫ (k_b/2) κ² dA` with
 //! κ the curvature of a cylinder (the sum of principal curvatures, `2H`; k_b in N·m). The constant 1
-//! (METHODS eq. 4.1 has 1/4 for the mean curvature H = κ/2) is calibrated, not fitted: on an
+//! (`docs/methods/dihedral-bending.md` (4.1) has 1/4 for the mean curvature H = κ/2) is calibrated, not fitted: on an
 //! equilateral mesh bent onto a cylinder the discrete energy equals `(k_b/2) Area / R²` to O(h²/R²) for
 //! every bending direction. Right-triangle grids are anisotropic, as any hinge-angle energy is; measured
 //! ratios discrete/continuum (`tests::cylinder_bending_energy_*`): bends about a grid axis 1.00 for both
@@ -29,7 +32,7 @@
 //! per-hinge weight (quadratic bending).
 //!
 //! **Rest angle and wrapping.** θ jumps by 2π at ±π (hinge folded flat onto itself). The bend condition
-//! uses `wrap(θ − θ0) ∈ (−π, π]` ([`super::dihedral::wrap_angle`], METHODS-bw-bridson §4.6), so a hinge is
+//! uses `wrap(θ − θ0) ∈ (−π, π]` ([`super::dihedral::wrap_angle`], `docs/methods/dihedral-bending.md` §4.6), so a hinge is
 //! always pulled back to its rest angle along the shorter way round; the energy is continuous everywhere
 //! except at `θ − θ0 = ±π`, where the two ways are equally long and the force changes sign.
 //!
@@ -47,11 +50,11 @@
 //! (Rayleigh β). A mode of angular frequency ω of this element then has damping ratio `ζ = ω · damping / 2`,
 //! so the knob damps fast (stiff, fine-scale) motion most and does not depend on the stiffness chosen.
 //! The damping force's position derivative `∂d/∂x` (eq. 2.12) is **omitted in every mode**: its first term
-//! is not symmetric and its second is indefinite (METHODS-bw-bridson §2.5); `dfdx` is the elastic force
+//! is not symmetric and its second is indefinite (`docs/methods/baraff-witkin.md` §2.5); `dfdx` is the elastic force
 //! Jacobian only, `dfdv` the exact, symmetric NSD damping Jacobian. `ElementOutput::energy` is the elastic
 //! energy only (damping dissipates, it stores nothing).
 //!
-//! **Definiteness** ([`JacobianMode`], METHODS-bw-bridson §2.4). The first term of eq. 2.9 is NSD, the
+//! **Definiteness** ([`JacobianMode`], `docs/methods/baraff-witkin.md` §2.4). The first term of eq. 2.9 is NSD, the
 //! second is not. `Exact` keeps everything (for Newton-type solvers with their own safeguards, and for
 //! tests). `Definite`, the default and what the CG solver needs (`A = M − hD − h²K` SPD):
 //!
@@ -81,7 +84,7 @@ pub(crate) const MIN_STRETCH: f64 = 1e-12;
 
 /// Rest data of one triangle, from its corners' (u, v) material coordinates in metres.
 ///
-/// `alpha` and `beta` are the coefficients of Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.3:
+/// `alpha` and `beta` are the coefficients of Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.3):
 /// `w_u = Σ alpha[m] x_m`, `w_v = Σ beta[m] x_m` (in 1/m); `area` is the rest area `a` (m²).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TriangleRest {
@@ -95,7 +98,7 @@ pub struct TriangleRest {
 
 impl TriangleRest {
     /// Precomputes eq. 2.3 for the triangle with corner material coordinates `uv` (metres), Baraff–Witkin
-    /// 1998, METHODS-bw-bridson eq. 2.2–2.3.
+    /// 1998, `docs/methods/baraff-witkin.md` (2.2–2.3).
     ///
     /// Either winding works (a clockwise triangle has det < 0 and the coefficients follow). Returns
     /// `None` if the triangle is degenerate: `|det| <= DEGENERACY_TOLERANCE · L²` with L its longest
@@ -162,7 +165,7 @@ pub struct BendParams {
 /// stiffness resolution independent, and the rest angle θ0 (radians, in (−π, π]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HingeRest {
-    /// w = |e|²/(A1 + A2) from the rest geometry (METHODS-bw-bridson §4.1, eq. 4.1).
+    /// w = |e|²/(A1 + A2) from the rest geometry (`docs/methods/dihedral-bending.md` §4.1, eq. 4.1).
     pub weight: f64,
     /// Rest angle θ0 (radians), same convention as [`dihedral::dihedral_angle`].
     pub rest_angle: f64,
@@ -170,7 +173,7 @@ pub struct HingeRest {
 
 impl HingeRest {
     /// Weight and rest angle measured at the rest positions `x = [x1, x2, x3, x4]` (wings, then the shared
-    /// edge; metres) — for shells and curved rest shapes (METHODS-bw-bridson §4.6). `None` for a
+    /// edge; metres) — for shells and curved rest shapes (`docs/methods/dihedral-bending.md` §4.6). `None` for a
     /// degenerate hinge ([`dihedral::hinge_is_degenerate`]).
     #[must_use]
     pub fn from_rest_positions(x: &[DVec3; 4]) -> Option<Self> {
@@ -195,7 +198,7 @@ impl HingeRest {
     }
 }
 
-/// `|e|²/(A1 + A2)`, METHODS-bw-bridson eq. 4.1 without its factor 1/4 (see the module doc: with this
+/// `|e|²/(A1 + A2)`, `docs/methods/dihedral-bending.md` (4.1) without its factor 1/4 (see the module doc: with this
 /// constant, `(k_b/2) w θ²` summed over hinges approximates `∫ (k_b/2) κ² dA`).
 fn hinge_weight(x: &[DVec3; 4]) -> f64 {
     let [x1, x2, x3, x4] = *x;
@@ -210,7 +213,7 @@ pub enum JacobianMode {
     /// The exact ∂f/∂x of the elastic force, eq. 2.9 with every term (symmetric, may be indefinite).
     Exact,
     /// The negative semidefinite treatment the CG solver needs: stretch curvature only in tension, no
-    /// shear curvature, Gauss–Newton bending (module doc, METHODS-bw-bridson §2.4).
+    /// shear curvature, Gauss–Newton bending (module doc, `docs/methods/baraff-witkin.md` §2.4).
     #[default]
     Definite,
 }
@@ -282,7 +285,7 @@ pub struct Condition<const N: usize> {
 }
 
 /// `[w_u, w_v]`: the derivatives of the deformation map over the triangle, Baraff–Witkin 1998,
-/// METHODS-bw-bridson eq. 2.2–2.3 (dimensionless stretch vectors; |w_u| = 1 means unstretched along u).
+/// `docs/methods/baraff-witkin.md` (2.2–2.3) (dimensionless stretch vectors; |w_u| = 1 means unstretched along u).
 #[must_use]
 pub fn deformation_gradient(x: &[DVec3; 3], rest: &TriangleRest) -> [DVec3; 2] {
     let mut w_u = DVec3::ZERO;
@@ -302,7 +305,7 @@ enum HessianPolicy {
     Never,
 }
 
-/// One stretch row `C = √a (|w| − b)` with `w = Σ coeff_m x_m`, Baraff–Witkin 1998, METHODS-bw-bridson
+/// One stretch row `C = √a (|w| − b)` with `w = Σ coeff_m x_m`, Baraff & Witkin 1998; `docs/methods/baraff-witkin.md`
 /// eq. 2.4–2.5 with √a in place of a.
 fn stretch_row(
     w: DVec3,
@@ -356,7 +359,7 @@ fn stretch_rows(
 
 /// The stretch conditions `[C_u, C_v]` with `C_u = √a (|w_u| − b_u)`, `C_v = √a (|w_v| − b_v)`, their
 /// gradients `√a α_m ŵ_u` and Hessians `√a α_m α_l (I − ŵ_u ŵ_uᵀ)/|w_u|`: Baraff–Witkin 1998,
-/// METHODS-bw-bridson eq. 2.4–2.5, with √a in place of BW's a (module doc).
+/// `docs/methods/baraff-witkin.md` (2.4–2.5), with √a in place of BW's a (module doc).
 ///
 /// `rest_stretch = [b_u, b_v]`. Where `|w| < 1e-12` the direction is undefined and the gradient and
 /// Hessian are zero.
@@ -391,7 +394,7 @@ fn shear_row(x: &[DVec3; 3], rest: &TriangleRest, policy: HessianPolicy) -> Cond
 }
 
 /// The shear condition `C_sh = √a w_u·w_v` with gradient `√a (α_m w_v + β_m w_u)` and Hessian
-/// `√a (α_m β_l + β_m α_l) I`: Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.6, with √a in place of a.
+/// `√a (α_m β_l + β_m α_l) I`: Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.6), with √a in place of a.
 #[must_use]
 pub fn shear_condition(x: &[DVec3; 3], rest: &TriangleRest) -> Condition<3> {
     shear_row(x, rest, HessianPolicy::Always)
@@ -419,7 +422,7 @@ fn bend_row(x: &[DVec3; 4], rest: &HingeRest, policy: HessianPolicy) -> Conditio
 }
 
 /// The bend condition `C = √w wrap(θ − θ0)` with gradient `√w ∂θ/∂x` and Hessian `√w ∂²θ/∂x²`:
-/// Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.7, with the resolution weight `w` of §4.1 and the rest
+/// Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.7), with the resolution weight `w` of §4.1 and the rest
 /// angle and wrapping of §4.6 (module doc).
 ///
 /// `x = [x1, x2, x3, x4]` as in [`dihedral::dihedral_angle`]. A degenerate hinge gives value 0 and zero
@@ -430,7 +433,7 @@ pub fn bend_condition(x: &[DVec3; 4], rest: &HingeRest) -> Condition<4> {
 }
 
 /// Stretch (eq. 2.4–2.5) and shear (eq. 2.6) of one triangle with their damping (eq. 2.10–2.11): energy,
-/// forces (eq. 2.8) and Jacobian blocks (eq. 2.9), Baraff–Witkin 1998, METHODS-bw-bridson §2.3–2.5.
+/// forces (eq. 2.8) and Jacobian blocks (eq. 2.9), Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` §2.3–2.5.
 ///
 /// `x`, `v`: corner positions (m) and velocities (m/s) in the order of `rest`. `dfdx` follows `mode`
 /// (module doc); `dfdv` is always the exact damping Jacobian; ∂d/∂x is omitted.
@@ -465,11 +468,11 @@ pub fn membrane_element(
 
 /// Bending of one hinge, `C = √w wrap(θ − θ0)` (eq. 2.7), with damping (eq. 2.10–2.11): energy
 /// `(k_b/2) w (θ − θ0)²`, forces (eq. 2.8) and Jacobian blocks (eq. 2.9), Baraff–Witkin 1998,
-/// METHODS-bw-bridson §2.3–2.5 and §4.1, §4.6.
+/// `docs/methods/baraff-witkin.md` §2.3–2.5 and §4.1, §4.6.
 ///
 /// `x`, `v`: `[x1, x2, x3, x4]` (wings, then the shared edge) positions (m) and velocities (m/s). In
 /// `Definite` mode `dfdx` is the Gauss–Newton block `−k_b w ∇θ∇θᵀ`; `Exact` adds `−k_b w (θ − θ0) ∇²θ`.
-/// The damping force `−k_d w ∇θ (∇θ·v)` is METHODS-bw-bridson eq. 4.8 with the weight `w` in place of
+/// The damping force `−k_d w ∇θ (∇θ·v)` is `docs/methods/dihedral-bending.md` (4.8) with the weight `w` in place of
 /// `|e|`. A degenerate hinge contributes nothing.
 #[must_use]
 pub fn bend_element(
@@ -492,7 +495,7 @@ pub fn bend_element(
 }
 
 /// `max(|w_u|, |w_v|)` of one triangle, the per-triangle stretch measure of the adaptive step rejection
-/// (METHODS-bw-bridson §2.11; eq. 2.2–2.3 for w). Dimensionless; 1 at rest when b = 1.
+/// (`docs/methods/baraff-witkin.md` §2.11; eq. 2.2–2.3 for w). Dimensionless; 1 at rest when b = 1.
 #[must_use]
 pub fn stretch_measure(x: &[DVec3; 3], rest: &TriangleRest) -> f64 {
     let [w_u, w_v] = deformation_gradient(x, rest);

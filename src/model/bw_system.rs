@@ -1,5 +1,8 @@
 //! The Baraff–Witkin elements' share of the implicit Euler system, written straight into `A` and `b`.
 //!
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
+//!
 //! [`membrane_element`](super::baraff_witkin::membrane_element) and
 //! [`bend_element`](super::baraff_witkin::bend_element) return an element's force, `∂f/∂x` and `∂f/∂v`
 //! as full `N × N` block arrays, and the integrator then forms the element's part of

@@ -1,9 +1,12 @@
 //! The hinge (dihedral) angle θ of two triangles sharing an edge: value, gradient and exact Hessian.
 //!
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
+//!
 //! Shared by the Baraff–Witkin bend condition ([`super::baraff_witkin::bend_condition`]) and, later,
 //! discrete-shell bending.
 //!
-//! # Conventions (METHODS-bw-bridson §4.3)
+//! # Conventions (`docs/methods/dihedral-bending.md` §4.3)
 //!
 //! A hinge is `x = [x1, x2, x3, x4]`: the wing vertex `x1` of triangle 1, the wing vertex `x2` of
 //! triangle 2, then the shared edge from `x3` to `x4`, `e = x4 - x3`. The unnormalised normals are
@@ -26,7 +29,7 @@
 //! this. θ jumps by 2π at ±π, when the hinge is folded flat onto itself; callers that need a
 //! difference θ − θ0 wrap it with [`wrap_angle`].
 //!
-//! # Gradient (METHODS-bw-bridson eq. 4.4–4.6)
+//! # Gradient (`docs/methods/dihedral-bending.md` (4.4–4.6))
 //!
 //! With `q_k = N_k / |N_k|²` and `ê = e/|e|`:
 //!
@@ -36,8 +39,8 @@
 //! u4 = -((x1-x3)·ê) q1 - ((x2-x3)·ê) q2,          ∂θ/∂x_i = -u_i   (eq. 4.6)
 //! ```
 //!
-//! The source \[004\] labels `u_i = +∂θ/∂x_i`; under the conventions above the sign is negative
-//! (METHODS-bw-bridson source note 21). Σ u_i = 0 and Σ x_i × u_i = 0 (eq. 4.5): θ is invariant under
+//! Bridson's course notes label `u_i = +∂θ/∂x_i`; under the conventions above the sign is negative
+//! (`docs/methods/dihedral-bending.md` §4.3). Σ u_i = 0 and Σ x_i × u_i = 0 (eq. 4.5): θ is invariant under
 //! rigid motions.
 //!
 //! # Hessian (derived)
@@ -77,7 +80,7 @@ struct HingeFrame {
     e: DVec3,
     /// `|e|`.
     len_e: f64,
-    /// Unnormalised normals N1, N2 (METHODS-bw-bridson eq. 4.3).
+    /// Unnormalised normals N1, N2 (`docs/methods/dihedral-bending.md` (4.3)).
     normals: [DVec3; 2],
     /// `N_k / |N_k|²`.
     q: [DVec3; 2],
@@ -119,7 +122,7 @@ impl HingeFrame {
         n1.cross(n2).dot(self.e).atan2(self.len_e * n1.dot(n2))
     }
 
-    /// `u_i = -∂θ/∂x_i`, Bridson–Marino–Fedkiw 2003, METHODS-bw-bridson eq. 4.4.
+    /// `u_i = -∂θ/∂x_i`, Bridson–Marino–Fedkiw 2003, `docs/methods/dihedral-bending.md` (4.4).
     fn bending_modes(&self, x: &[DVec3; 4]) -> [DVec3; 4] {
         let [x1, x2, x3, x4] = *x;
         let e_hat = self.e / self.len_e;
@@ -140,8 +143,8 @@ pub fn hinge_is_degenerate(x: &[DVec3; 4]) -> bool {
     HingeFrame::new(x).is_none()
 }
 
-/// Hinge angle θ = atan2((n1 × n2)·ê, n1·n2) in (-π, π], Baraff–Witkin 1998, METHODS-bw-bridson eq. 2.7,
-/// with the normals and edge of METHODS-bw-bridson eq. 4.3.
+/// Hinge angle θ = atan2((n1 × n2)·ê, n1·n2) in (-π, π], Baraff & Witkin 1998; `docs/methods/baraff-witkin.md` (2.7),
+/// with the normals and edge of `docs/methods/dihedral-bending.md` (4.3).
 ///
 /// `x = [x1, x2, x3, x4]`: wings first, then the shared edge `x3 -> x4` (positions in metres). N1 =
 /// (x1−x3)×(x1−x4), N2 = (x2−x4)×(x2−x3), ê = (x4−x3)/|x4−x3|. θ > 0 when the hinge is convex (wings bent
@@ -151,17 +154,17 @@ pub fn dihedral_angle(x: &[DVec3; 4]) -> f64 {
     HingeFrame::new(x).map_or(0.0, |f| f.angle())
 }
 
-/// ∂θ/∂x_i = −u_i, Bridson–Marino–Fedkiw 2003, METHODS-bw-bridson eq. 4.4–4.6.
+/// ∂θ/∂x_i = −u_i, Bridson–Marino–Fedkiw 2003, `docs/methods/dihedral-bending.md` (4.4–4.6).
 ///
-/// Same vertex order as [`dihedral_angle`]; the result is in 1/m. The sign is the one METHODS eq. 4.6
-/// fixes by finite differences (the source labels `u_i` as `+∂θ/∂x_i`, which is wrong for this
+/// Same vertex order as [`dihedral_angle`]; the result is in 1/m. The sign is the one `docs/methods/dihedral-bending.md` (4.6)
+/// fixes by finite differences (the course notes label `u_i` as `+∂θ/∂x_i`, which is wrong for this
 /// convention). Zero for a degenerate hinge.
 #[must_use]
 pub fn dihedral_angle_gradient(x: &[DVec3; 4]) -> [DVec3; 4] {
     HingeFrame::new(x).map_or([DVec3::ZERO; 4], |f| f.bending_modes(x).map(|u| -u))
 }
 
-/// θ and ∂θ/∂x together (one frame computation), METHODS-bw-bridson eq. 2.7 and eq. 4.4–4.6; `None` for a
+/// θ and ∂θ/∂x together (one frame computation), `docs/methods/baraff-witkin.md` (2.7) and eq. 4.4–4.6; `None` for a
 /// degenerate hinge.
 #[must_use]
 pub fn dihedral_angle_and_gradient(x: &[DVec3; 4]) -> Option<(f64, [DVec3; 4])> {
@@ -169,7 +172,7 @@ pub fn dihedral_angle_and_gradient(x: &[DVec3; 4]) -> Option<(f64, [DVec3; 4])> 
 }
 
 /// The exact Hessian ∂²θ/∂x_i∂x_j as 4x4 blocks of 3x3 (block `[i][j]`, entry `(r, c)` is
-/// ∂²θ/∂x_{i,r}∂x_{j,c}), in 1/m². Derived by differentiating METHODS-bw-bridson eq. 4.4 (see the
+/// ∂²θ/∂x_{i,r}∂x_{j,c}), in 1/m². Derived by differentiating `docs/methods/dihedral-bending.md` (4.4) (see the
 /// module doc); symmetrised against round-off. Zero for a degenerate hinge.
 #[must_use]
 pub fn dihedral_angle_hessian(x: &[DVec3; 4]) -> [[DMat3; 4]; 4] {
@@ -238,7 +241,7 @@ fn raw_hessian(frame: &HingeFrame, x: &[DVec3; 4]) -> [[DMat3; 4]; 4] {
     h
 }
 
-/// Wraps an angle difference into (−π, π], the representative METHODS-bw-bridson §4.6 prescribes for
+/// Wraps an angle difference into (−π, π], the representative `docs/methods/dihedral-bending.md` §4.6 prescribes for
 /// θ − θ0. Non-finite input is returned unchanged (NaN stays NaN).
 #[must_use]
 pub fn wrap_angle(angle: f64) -> f64 {
@@ -422,7 +425,7 @@ mod tests {
 
     #[test]
     fn bending_modes_are_free_of_rigid_motion() {
-        // METHODS-bw-bridson eq. 4.5: Σ u_i = 0 and Σ x_i × u_i = 0.
+        // `docs/methods/dihedral-bending.md` (4.5): Σ u_i = 0 and Σ x_i × u_i = 0.
         for x in random_hinges(5, 200, 0.0) {
             let g = dihedral_angle_gradient(&x);
             let scale = g.iter().map(|v| v.length()).fold(0.0, f64::max);
@@ -436,7 +439,7 @@ mod tests {
 
     #[test]
     fn wing_mode_is_normal_over_height() {
-        // METHODS-bw-bridson §4.3 geometry: u1 = n̂1 / ℓ1.
+        // `docs/methods/dihedral-bending.md` §4.3 geometry: u1 = n̂1 / ℓ1.
         let x = folded_hinge(0.4);
         let u1 = -dihedral_angle_gradient(&x)[0];
         // Wing 1 sits at height 1 above the edge, with normal +z.

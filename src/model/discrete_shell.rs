@@ -1,7 +1,10 @@
 //! Discrete-shell (dihedral) bending of one hinge with rest angles and bending damping: the course-notes
-//! force in the closed form of Bridson, Marino & Fedkiw 2003 (METHODS-bw-bridson §4.1–4.6).
+//! force in the closed form of Bridson, Marino & Fedkiw 2003 (`docs/methods/dihedral-bending.md` §4.1–4.6).
 //!
-//! # Force (METHODS-bw-bridson eq. 4.7)
+//! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
+//! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
+//!
+//! # Force (`docs/methods/dihedral-bending.md` (4.7))
 //!
 //! With the hinge conventions of [`super::dihedral`] (wings `x1`, `x2`, shared edge `x3 -> x4`,
 //! `u_i = −∂θ/∂x_i`, eq. 4.4–4.6), BMF03's restoring force is
@@ -11,14 +14,14 @@
 //! c_e = |e|² / (|N1| + |N2|)   frozen at the rest geometry.
 //! ```
 //!
-//! **Scaling (our choice, stated).** METHODS §4.4 leaves the constant open (the notes write
+//! **Scaling (our choice, stated).** `docs/methods/dihedral-bending.md` §4.4 leaves the constant open (the notes write
 //! `B |e|²/(A1+A2)`, BMF03 `k_e |e|²/(|N1|+|N2|)`, and `|N1| + |N2| = 2(A1 + A2)`). We take the hinge weight
 //! `w = |e|²/(A1 + A2)` of the Baraff–Witkin bend condition ([`super::baraff_witkin::HingeRest::weight`],
 //! eq. 4.1 without its 1/4) and set `k_e c_e = 2 k_b w`, i.e. **`k_e = 4 k_b`** with `c_e = w/2` exactly as
 //! BMF03 defines it. Then for small angles the energy is `(k_b/2) w (θ − θ0)²`, the Baraff–Witkin bend
 //! energy: one bending stiffness `k_b` (N·m, the scene's `bend`) means the same material under both
 //! bending choices (`tests::small_angles_match_the_baraff_witkin_bend`), calibrated on a cylinder as in
-//! [`super::baraff_witkin`]. Because `c_e` is frozen at rest the force is conservative (METHODS §4.4):
+//! [`super::baraff_witkin`]. Because `c_e` is frozen at rest the force is conservative (`docs/methods/dihedral-bending.md` §4.4):
 //!
 //! ```text
 //! E = k_b w ψ(θ),   ψ(θ) = 4 (cos(θ0/2) − cos(θ/2)) − 2 sin(θ0/2) (θ − θ0)
@@ -27,7 +30,7 @@
 //! ```
 //!
 //! ψ is convex on (−π, π) with its minimum 0 at θ0, so the energy is non-negative and the force always
-//! turns the hinge towards θ0 (METHODS §4.3 required test 2, `tests::force_reduces_the_angle_error`)
+//! turns the hinge towards θ0 (`docs/methods/dihedral-bending.md` §4.3, `tests::force_reduces_the_angle_error`)
 //! through the unfolded range: unlike the wrapped `θ − θ0` of the Baraff–Witkin bend it never pulls a
 //! hinge across the fold-through at ±π, even when that way round is shorter.
 //!
@@ -53,7 +56,7 @@
 //! bending is soft next to stretch; and an eigendecomposition per hinge per substep would cost more than
 //! the rest of the kernel. `tests::definite_jacobian_is_nsd` checks the sign.
 //!
-//! # Damping (METHODS-bw-bridson eq. 4.8)
+//! # Damping (`docs/methods/dihedral-bending.md` (4.8))
 //!
 //! The damping force acts in the bending mode, `F_i = −c θ̇ ∂θ/∂x_i` with `θ̇ = Σ_j ∂θ/∂x_j · v_j`, and
 //! its velocity Jacobian `−c ∂θ/∂x_i ∂θ/∂x_jᵀ` is symmetric NSD of rank 1 (eq. 4.8, §4.7). **Weight
@@ -65,7 +68,7 @@
 //! is stiffness-proportional (Rayleigh): a bending mode of angular frequency ω near rest gets the damping
 //! ratio ω τ / 2, the same knob as every other condition of [`super::baraff_witkin`]; and the damping
 //! equals the Baraff–Witkin bend damping (`tests::damping_matches_the_baraff_witkin_bend_damping`). The
-//! position derivative of the damping force is omitted, as in eq. 2.12's treatment (METHODS §2.5).
+//! position derivative of the damping force is omitted, as in eq. 2.12's treatment (`docs/methods/baraff-witkin.md` §2.5).
 //!
 //! A degenerate hinge ([`dihedral::hinge_is_degenerate`]) exerts no force.
 #![deny(unsafe_code)]
@@ -77,7 +80,7 @@ use super::dihedral::{self, dihedral_angle_and_gradient, dihedral_angle_hessian}
 
 /// The bending potential ψ(θ) of the module doc and its first two derivatives:
 /// `ψ = 4 (cos(θ0/2) − cos(θ/2)) − 2 sin(θ0/2) (θ − θ0)`, `ψ' = 2 (sin(θ/2) − sin(θ0/2))`,
-/// `ψ'' = cos(θ/2)`. BMF03 / METHODS-bw-bridson eq. 4.7 integrated along θ with `k_e = 4 k_b`.
+/// `ψ'' = cos(θ/2)`. BMF03 / `docs/methods/dihedral-bending.md` (4.7) integrated along θ with `k_e = 4 k_b`.
 ///
 /// `theta`, `theta0` in radians, in (−π, π]. ψ ≈ (θ − θ0)²/2 near θ0 when θ0 = 0.
 #[must_use]
@@ -91,7 +94,7 @@ pub fn shell_potential(theta: f64, theta0: f64) -> [f64; 3] {
     ]
 }
 
-/// Discrete-shell bending of one hinge (BMF03 force, METHODS-bw-bridson eq. 4.7, rest angles §4.6) with
+/// Discrete-shell bending of one hinge (BMF03 force, `docs/methods/dihedral-bending.md` (4.7), rest angles §4.6) with
 /// bending damping (eq. 4.8): energy `k_b w ψ(θ)`, forces, and Jacobian blocks (module doc).
 ///
 /// `x`, `v`: `[x1, x2, x3, x4]` (wings, then the shared edge) positions (m) and velocities (m/s);
@@ -143,7 +146,7 @@ pub fn shell_element(
 /// `−s ∇θ∇θᵀ`, and the gradient ∇θ (1/m): `s = k_b w cos(θ/2)` for the discrete shell (module doc),
 /// `s = k_b w` for the Baraff–Witkin bend condition (`shell = false`). `None` for a degenerate hinge.
 ///
-/// This is what the explicit-bending step limit of the IMEX split is computed from (METHODS-bw-bridson
+/// This is what the explicit-bending step limit of the IMEX split is computed from (`docs/methods/baraff-witkin.md`
 /// §4.8–4.9; [`crate::integrate::implicit_euler::ImplicitEuler::explicit_bending_step_limit`]).
 #[must_use]
 pub fn bending_mode_stiffness(
@@ -317,7 +320,7 @@ mod tests {
 
     #[test]
     fn force_reduces_the_angle_error() {
-        // METHODS-bw-bridson §4.3 required test 2: a small step along the force moves θ towards θ0
+        // `docs/methods/dihedral-bending.md` §4.3 required test 2: a small step along the force moves θ towards θ0
         // and lowers the energy.
         for (n, s) in samples(5, 300, 0.1).iter().enumerate() {
             let out = shell_element(&s.x, &[DVec3::ZERO; 4], &s.rest, &s.p, JacobianMode::Exact);
