@@ -1,8 +1,8 @@
 //! Continuous collision detection (CCD) for linearly moving point–triangle and edge–edge pairs.
 //!
-//! Bridson, Fedkiw & Anderson 2002 after Provot 1997 (METHODS-bw-bridson §3.9, appendix item 17). During a
+//! Bridson, Fedkiw & Anderson 2002 after Provot 1997 (`docs/methods/bridson-collisions.md` §3.9). During a
 //! substep each vertex moves on a straight line, `x_k(s) = start_k + s (end_k − start_k)` for the normalised
-//! time `s = t / h ∈ [0, 1]` (METHODS: "use `s = t/h` and the displacements `h v_k`"). A collision needs the four
+//! time `s = t / h ∈ [0, 1]` (`docs/methods/bridson-collisions.md`: "use `s = t/h` and the displacements `h v_k`"). A collision needs the four
 //! points to be coplanar at some `s` (eq. 3.14); at each coplanar instant, in time order, the static proximity
 //! test of [`super::proximity`] with a small tolerance decides whether the primitives actually touch. All
 //! arithmetic is `f64`.
@@ -10,11 +10,11 @@
 //! # Vertex order, weights and normal
 //!
 //! * [`ccd_point_triangle`]: `x0` is the vertex, `(x1, x2, x3)` the triangle. [`ccd_edge_edge`]: `(x0, x1)` is
-//!   edge `p`, `(x2, x3)` edge `q`. The first group (vertex / edge `p`) is the *second side* of METHODS §3.6,
+//!   edge `p`, `(x2, x3)` edge `q`. The first group (vertex / edge `p`) is the *second side* of `docs/methods/bridson-collisions.md` §3.6,
 //!   the triangle / edge `q` the *first side*.
 //! * [`CcdHit::weights`] are **signed**: `Σ_i w_i x_i` is the contact point of the first group minus the
 //!   contact point of the second. Point–triangle `[1, −w1, −w2, −w3]` (barycentrics of the proximity at `t`),
-//!   edge–edge `[1 − a, a, −(1 − b), −b]`. They sum to zero. With them the METHODS eq. 3.10 response is one
+//!   edge–edge `[1 − a, a, −(1 − b), −b]`. They sum to zero. With them the `docs/methods/bridson-collisions.md` (3.10) response is one
 //!   formula for both kinds: `v_N = n·Σ w_i v_i`, `J = Δ / Σ w_i² / m_i`, `v_i += w_i J / m_i · n`.
 //! * [`CcdHit::normal`] points from the second group toward the first *as they stood at `s = 0`*, so a real
 //!   crossing has `v_N < 0` and the start separation `d0 = n·Σ w_i start_i` is positive
@@ -26,10 +26,10 @@
 //!   axis: the normal is then the part of the start offset `Σ w_i start_i` perpendicular to the edges (else
 //!   of the relative motion, else any perpendicular).
 //!
-//! # Robust roots of the coplanarity cubic (METHODS eq. 3.14–3.15)
+//! # Robust roots of the coplanarity cubic (`docs/methods/bridson-collisions.md` (3.14–3.15))
 //!
 //! `p(s) = c3 s³ + c2 s² + c1 s + c0` with the coefficients of eq. 3.15 (differences to the first vertex, in
-//! METHODS order: triangle 1, 2, 3, point 4; edges 1–2 and 3–4). Let `S` be the product of the three
+//! the order of `docs/methods/bridson-collisions.md`: triangle 1, 2, 3, point 4; edges 1–2 and 3–4). Let `S` be the product of the three
 //! difference vectors' maximum lengths over the step; `|p(s)| ≤ S` on `[0, 1]`.
 //!
 //! 1. **Identically zero** (`max |c_k| ≤ COPLANAR_RELATIVE · S`): the four points stay coplanar for the whole
@@ -41,18 +41,18 @@
 //! 3. On each interval `[sa, sb]`: if `|p(sa)| ≤ τ` (`τ` of *Contact at the ends* below) record `sa` — this catches double
 //!    roots (a graze, no sign change) and contact at `s = 0`; **and also**, if `p` changes sign, refine the
 //!    root by safeguarded Newton (bisection whenever Newton leaves the bracket) to [`ROOT_TIME_TOLERANCE`].
-//!    METHODS writes "otherwise" here; that misses crossings of nearly planar configurations, where
+//!    `docs/methods/bridson-collisions.md` writes "otherwise" here; that misses crossings of nearly planar configurations, where
 //!    `|p| ≤ τ` holds over a long stretch and the vertex slides inside the triangle before the sign change
 //!    (found by the property tests). Record `s = 1` if `|p(1)| ≤ τ` (contact exactly at the end), with
 //!    `p(1)` the orientation of the end positions themselves, not the sum of the coefficients.
 //! 4. Sort the candidates; at each, place the vertices at `x(s)` and run the proximity test with tolerance
-//!    `thickness` (η_c of METHODS). The first that passes is the hit. Extra candidates cost one proximity test
+//!    `thickness` (η_c of `docs/methods/bridson-collisions.md`). The first that passes is the hit. Extra candidates cost one proximity test
 //!    each and can only make the answer earlier, never miss a contact.
 //!
 //! # Coplanar motion
 //!
 //! When the cubic is identically zero the contact is a 2-D problem in the common plane, solved exactly rather
-//! than by sub-sampling (METHODS suggests a few sub-samples; those can step over a fast vertex that clips a
+//! than by sub-sampling (`docs/methods/bridson-collisions.md` suggests a few sub-samples; those can step over a fast vertex that clips a
 //! corner). The set of instants at which the primitives touch is closed, so its first element is either
 //! `s = 0` or an instant at which a vertex of one primitive crosses the line of an edge of the other
 //! (point–triangle: the vertex crosses one of the three edge lines; edge–edge: one of the four endpoints crosses
@@ -96,16 +96,16 @@
 //! A hit needs a coplanar instant at which the primitives are within `thickness`. With zero motion the cubic
 //! is the constant `c0`: a stationary pair reports a hit (at `t = 0`) only if it is already coplanar and within
 //! `thickness` (e.g. a vertex lying in the triangle); a stationary vertex hovering above the triangle, even
-//! closer than `thickness`, is not a CCD hit — that proximity belongs to repulsion (METHODS §3.7).
+//! closer than `thickness`, is not a CCD hit — that proximity belongs to repulsion (`docs/methods/bridson-collisions.md` §3.7).
 //!
-//! # Minimum separation (METHODS §3.9)
+//! # Minimum separation (`docs/methods/bridson-collisions.md` §3.9)
 //!
 //! Stopping a collision exactly at `v_N = 0` leaves the pair touching, and round-off in the next step (the
 //! state is stored as `f32`) can put it on the wrong side. The response therefore aims for a separation
 //! `s_min = MIN_SEPARATION_FRACTION · η` ([`min_separation`]) at the end of the step:
 //! `v_N^new = max(0, (s_min − d0) / h)` ([`separating_normal_velocity`]) with `d0` the start separation along the
 //! hit normal ([`CcdHit::signed_separation`] of the start positions). `s_min = 0.1 η` is a small fraction of
-//! the thickness, as METHODS asks, and must stay well above the spacing of `f32` positions, which is what
+//! the thickness, as `docs/methods/bridson-collisions.md` asks, and must stay well above the spacing of `f32` positions, which is what
 //! "round-off creeping the cloth through" means here: within 10 m of the origin that spacing is ~1 µm, so a
 //! 1 mm thickness gives `s_min` = 100 ulps; η should not go below ~0.1 mm at that range (`s_min` ≥ 10 ulps).
 //! The CCD tolerance passed as `thickness` should be smaller still: `CCD_TOLERANCE_FRACTION · η` (η_c ≪ η).
@@ -120,19 +120,19 @@ use super::proximity::{
 };
 
 /// Minimum separation kept by collision impulses, as a fraction of the cloth thickness η:
-/// `s_min = MIN_SEPARATION_FRACTION · η` (METHODS-bw-bridson §3.9; reasoning in the module doc).
+/// `s_min = MIN_SEPARATION_FRACTION · η` (`docs/methods/bridson-collisions.md` §3.9; reasoning in the module doc).
 pub const MIN_SEPARATION_FRACTION: f64 = 0.1;
 
-/// Suggested CCD tolerance η_c as a fraction of the cloth thickness η (METHODS §3.9 step 4: η_c ≪ η, not 0).
+/// Suggested CCD tolerance η_c as a fraction of the cloth thickness η (`docs/methods/bridson-collisions.md` §3.9 step 4: η_c ≪ η, not 0).
 /// Pass `CCD_TOLERANCE_FRACTION · η` as the `thickness` of [`ccd_point_triangle`] / [`ccd_edge_edge`].
 pub const CCD_TOLERANCE_FRACTION: f64 = 0.01;
 
 /// The coplanarity cubic is identically zero (coplanar motion) when all its coefficients are at most this
-/// fraction of the bound `S` on `|p|` (METHODS §3.9 step 1 uses `ℓ³ · 1e-12`). The same test decides whether
+/// fraction of the bound `S` on `|p|` (`docs/methods/bridson-collisions.md` §3.9 step 1 uses `ℓ³ · 1e-12`). The same test decides whether
 /// a collinearity quadratic of the coplanar fallback is identically zero.
 pub const COPLANAR_RELATIVE: f64 = 1e-12;
 
-/// Root tolerance `τ = ROOT_RELATIVE · S` (METHODS §3.9 step 3): `|p(s)| ≤ τ` counts as a root. Evaluating
+/// Root tolerance `τ = ROOT_RELATIVE · S` (`docs/methods/bridson-collisions.md` §3.9 step 3): `|p(s)| ≤ τ` counts as a root. Evaluating
 /// the cubic from the eq. 3.15 coefficients costs a few ulps of `S`, so `τ` is that error with a margin of
 /// about ten.
 pub const ROOT_RELATIVE: f64 = 64.0 * f64::EPSILON;
@@ -178,7 +178,7 @@ impl CcdHit {
 }
 
 /// Minimum separation `s_min` for cloth thickness `eta` (m): `MIN_SEPARATION_FRACTION · eta`.
-/// Bridson 2002, METHODS-bw-bridson §3.9 ("minimum separation").
+/// Bridson 2002, `docs/methods/bridson-collisions.md` §3.9 ("minimum separation").
 #[must_use]
 #[inline]
 pub fn min_separation(eta: f64) -> f64 {
@@ -186,7 +186,7 @@ pub fn min_separation(eta: f64) -> f64 {
 }
 
 /// Target relative normal velocity after a collision impulse, `max(0, (s_min − d0) / h)`, so that the
-/// linearised separation at the end of the step is at least `s_min`. Bridson 2002, METHODS-bw-bridson §3.9
+/// linearised separation at the end of the step is at least `s_min`. Bridson 2002, `docs/methods/bridson-collisions.md` §3.9
 /// (minimum separation; *derived* form).
 ///
 /// Symbols: `d0` start separation along the hit normal (m, [`CcdHit::signed_separation`] of the start
@@ -200,17 +200,17 @@ pub fn separating_normal_velocity(d0: f64, s_min: f64, h: f64) -> f64 {
 
 /// Vertex `x0` against triangle `(x1, x2, x3)`, each vertex moving linearly from `start[i]` to `end[i]`:
 /// the first instant in `[0, 1]` at which the vertex is coplanar with the triangle and within `thickness`
-/// of it. Bridson 2002, METHODS-bw-bridson eq. 3.14 (coplanarity cubic, coefficients eq. 3.15), then the
+/// of it. Bridson 2002, `docs/methods/bridson-collisions.md` (3.14) (coplanarity cubic, coefficients eq. 3.15), then the
 /// proximity test of eq. 3.6 at each root.
 ///
-/// Symbols: METHODS point 4 = `x0`, triangle 1, 2, 3 = `x1, x2, x3`; `thickness` = η_c (m, `> 0`; see
+/// Symbols: `docs/methods/bridson-collisions.md`'s point 4 = `x0`, triangle 1, 2, 3 = `x1, x2, x3`; `thickness` = η_c (m, `> 0`; see
 /// [`CCD_TOLERANCE_FRACTION`]). Root isolation, the coplanar-motion fallback, the normal orientation and the
 /// zero-motion behaviour are described in the module doc. Returns `None` when there is no contact, for a
 /// non-positive `thickness`, and for non-finite input.
 #[must_use]
 pub fn ccd_point_triangle(start: [DVec3; 4], end: [DVec3; 4], thickness: f64) -> Option<CcdHit> {
     let disp = displacements(&start, &end);
-    // METHODS order: base x1, then x2, x3 and the point x0.
+    // the order of `docs/methods/bridson-collisions.md`: base x1, then x2, x3 and the point x0.
     let cubic = coplanarity_cubic(
         [start[1], start[2], start[3], start[0]],
         [disp[1], disp[2], disp[3], disp[0]],
@@ -232,10 +232,10 @@ pub fn ccd_point_triangle(start: [DVec3; 4], end: [DVec3; 4], thickness: f64) ->
 
 /// Edge `(x0, x1)` against edge `(x2, x3)`, each vertex moving linearly from `start[i]` to `end[i]`: the first
 /// instant in `[0, 1]` at which the edges are coplanar and within `thickness` of each other. Bridson 2002,
-/// METHODS-bw-bridson eq. 3.14 (coplanarity cubic, coefficients eq. 3.15), then the closest points of eq. 3.7
+/// `docs/methods/bridson-collisions.md` (3.14) (coplanarity cubic, coefficients eq. 3.15), then the closest points of eq. 3.7
 /// at each root.
 ///
-/// Symbols: METHODS edge 1–2 = `(x0, x1)` (edge `p`), edge 3–4 = `(x2, x3)` (edge `q`); `thickness` = η_c
+/// Symbols: `docs/methods/bridson-collisions.md`'s edge 1–2 = `(x0, x1)` (edge `p`), edge 3–4 = `(x2, x3)` (edge `q`); `thickness` = η_c
 /// (m, `> 0`). Parallel edges are coplanar at every instant, so edges that stay parallel take the exact
 /// coplanar-motion path of the module doc. Returns `None` when there is no contact, for a non-positive
 /// `thickness`, and for non-finite input.
@@ -576,7 +576,7 @@ struct Cubic {
 }
 
 /// Coplanarity cubic `p(s) = ((x1 − x0) × (x2 − x0))·(x3 − x0)` at `x_k(s) = x[k] + s d[k]`.
-/// Bridson 2002, METHODS-bw-bridson eq. 3.15 (with METHODS indices 1, 2, 3, 4 = `x[0..4]`, displacements
+/// Bridson 2002, `docs/methods/bridson-collisions.md` (3.15) (with the indices of `docs/methods/bridson-collisions.md` 1, 2, 3, 4 = `x[0..4]`, displacements
 /// over the substep in place of velocities, so `s ∈ [0, 1]`).
 fn coplanarity_cubic(x: [DVec3; 4], d: [DVec3; 4]) -> Cubic {
     let x21 = x[1] - x[0];
@@ -632,7 +632,7 @@ fn root_tolerance(cubic: &Cubic, start: &[DVec3; 4], end: &[DVec3; 4]) -> f64 {
     ROOT_RELATIVE * (cubic.scale + 3.0 * magnitude * cubic.length * cubic.length)
 }
 
-/// Appends the roots of `p` in `[0, 1]` to `out`, by the robust procedure of METHODS §3.9 steps 2–3 (see the
+/// Appends the roots of `p` in `[0, 1]` to `out`, by the robust procedure of `docs/methods/bridson-collisions.md` §3.9 steps 2–3 (see the
 /// module doc): monotone intervals between the critical points, `|p| ≤ tau` at an interval start counts as a
 /// root, and every sign change (also after such a start) is refined by safeguarded Newton. `p_end` is the
 /// value at `s = 1`, computed by the caller from the end positions when it has them (the coefficients'

@@ -1,6 +1,6 @@
 //! Rigid impact zones: the fail-safe of the collision stage.
 //!
-//! Bridson, Fedkiw & Anderson 2002 after Provot 1997 (METHODS-bw-bridson §3.10, appendix item 18). Vertices
+//! Bridson, Fedkiw & Anderson 2002 after Provot 1997 (`docs/methods/bridson-collisions.md` §3.10). Vertices
 //! caught in collisions are merged into zones ([`ZoneSet`], a union–find); every zone of two or more vertices
 //! then moves as one rigid body for the step ([`ImpactZones::apply_rigid_motion`]), which removes all
 //! relative motion inside it. The caller repeats *detect, merge, apply* until nothing collides; zones only
@@ -10,7 +10,7 @@
 //!
 //! With masses `m_i`, start positions `x_i = x^n` and velocities `v_i = v^{n+1/2}`: centre of mass `x_cm`,
 //! mean velocity `v_cm`, offsets `r_i = x_i − x_cm` (3.16); angular momentum
-//! `L = Σ m_i r_i × (v_i − v_cm)` (3.17, the corrected parenthesis of appendix item 18); inertia
+//! `L = Σ m_i r_i × (v_i − v_cm)` (3.17, the corrected parenthesis of); inertia
 //! `I = Σ m_i (|r_i|² I₃ − r_i r_iᵀ)` and `ω = I⁻¹ L` (3.18); each offset is rotated by `θ = h|ω|` about `ω̂`
 //! with Rodrigues' formula (3.19–3.20) and the new velocity is the secant `(x_i^{n+1} − x_i^n)/h` (3.21):
 //!
@@ -35,7 +35,7 @@
 //! rotation can only carry so much (`|C| ≤ Σ m |r|²`): when no root exists near `h ω` (about a principal
 //! axis that means `h|ω| > 1`) the step falls back to eq. 3.20 as printed.
 //!
-//! # Edge cases (METHODS §3.10, *derived*)
+//! # Edge cases (`docs/methods/bridson-collisions.md` §3.10, *derived*)
 //!
 //! * **Singular inertia.** `I` is decomposed (cyclic Jacobi, `f64`) and inverted on its range only
 //!   (pseudo-inverse): eigenvalues below [`INERTIA_RANK_RELATIVE`] times the largest count as zero. A
@@ -108,7 +108,7 @@ const ROTATION_TOLERANCE: f64 = 1e-15;
 const NO_ZONE: u32 = u32::MAX;
 
 /// Union–find over vertex indices with path compression and union by rank, allocation-free after
-/// [`ZoneSet::new`]. Every vertex starts as its own zone (METHODS-bw-bridson §3.10 step 1).
+/// [`ZoneSet::new`]. Every vertex starts as its own zone (`docs/methods/bridson-collisions.md` §3.10 step 1).
 ///
 /// Invariant: `touched` lists, once each, exactly the vertices of zones with two or more members.
 #[derive(Clone, Debug)]
@@ -192,7 +192,7 @@ impl ZoneSet {
         root
     }
 
-    /// Merges the zones of `a` and `b` (METHODS-bw-bridson §3.10 step 2). Union by rank; on equal ranks the
+    /// Merges the zones of `a` and `b` (`docs/methods/bridson-collisions.md` §3.10 step 2). Union by rank; on equal ranks the
     /// root of `a` stays the representative. True if they were in different zones (the partition changed).
     ///
     /// # Panics
@@ -339,7 +339,7 @@ pub struct ZoneStats {
     pub kinematic: u32,
 }
 
-/// Rigid impact zones: the zone set and the rigid-motion stage (METHODS-bw-bridson §3.10). Workspace
+/// Rigid impact zones: the zone set and the rigid-motion stage (`docs/methods/bridson-collisions.md` §3.10). Workspace
 /// created once; [`ImpactZones::apply_rigid_motion`] allocates nothing.
 #[derive(Clone, Debug)]
 pub struct ImpactZones {
@@ -365,7 +365,7 @@ impl ImpactZones {
     }
 
     /// Gives every zone of two or more vertices its rigid motion for the step and writes the new `v^{n+1/2}`
-    /// of its vertices. Bridson 2002, METHODS-bw-bridson eq. 3.16–3.21.
+    /// of its vertices. Bridson 2002, `docs/methods/bridson-collisions.md` (3.16–3.21).
     ///
     /// Symbols: `h` step (s), `x = x^n` (m), `v = v^{n+1/2}` (m/s, read and written), `mass` (kg) and
     /// `inv_mass` (1/kg); a vertex with `inv_mass ≤ 0` is kinematic (infinite mass) and `mass` is then not

@@ -1,6 +1,6 @@
 //! Static proximity queries between cloth primitives: point–triangle and edge–edge.
 //!
-//! These are the exact geometric tests of Bridson, Fedkiw & Anderson 2002 (METHODS-bw-bridson §3.4–§3.5),
+//! These are the exact geometric tests of Bridson, Fedkiw & Anderson 2002 (`docs/methods/bridson-collisions.md` §3.4–§3.5),
 //! in `f64`. The repulsion stage runs them at the start-of-step positions x^n with the cloth thickness η;
 //! the CCD ([`super::ccd`]) runs them at each coplanar instant with a small tolerance.
 //!
@@ -9,7 +9,7 @@
 //! * **Sides and normal.** A query has a *first argument* (the point, or edge `p`) and a *second argument*
 //!   (the triangle, or edge `q`). Every reported normal is a unit vector pointing **from the second argument
 //!   toward the first** (from the triangle toward the point; from edge `q` toward edge `p`). This is the
-//!   METHODS §3.6 convention with "first side" = triangle / edge `q` and "second side" = point / edge `p`,
+//!   `docs/methods/bridson-collisions.md` §3.6 convention with "first side" = triangle / edge `q` and "second side" = point / edge `p`,
 //!   so a positive relative normal velocity means separation.
 //! * **Weights.** Point–triangle weights `w` are barycentric coordinates of the projection of the point onto
 //!   the triangle's plane, `Σ w_k = 1`. Edge–edge parameters are `a` on `p` and `b` on `q`:
@@ -17,22 +17,22 @@
 //!
 //! # Derivations
 //!
-//! **Point–triangle (METHODS eq. 3.6).** With `x13 = x1 − x3`, `x23 = x2 − x3`, `x43 = x4 − x3` the normal
+//! **Point–triangle (`docs/methods/bridson-collisions.md` (3.6)).** With `x13 = x1 − x3`, `x23 = x2 − x3`, `x43 = x4 − x3` the normal
 //! equations `G w = r` have Gram matrix `G = [x13·x13, x13·x23; x13·x23, x23·x23]` and determinant
 //! `det G = |x13 × x23|² = |n|²`. Cramer's rule gives `w1 = (x23·x23 · x13·x43 − x13·x23 · x23·x43) / det G`;
 //! by Lagrange's identity `(a·c)(b·d) − (a·d)(b·c) = (a×b)·(c×d)` the two numerators are
 //! `n·(x43 × x23)` and `n·(x13 × x43)`. Evaluating them as cross products avoids the cancellation in
 //! `AC − B²`, which loses `1/sin²θ` digits on thin triangles; the result is the same solution of (3.6).
 //!
-//! **Characteristic length** (METHODS appendix item 12). The inside test accepts `w_k ∈ [−δ, 1 + δ]` with
+//! **Characteristic length** (`docs/methods/bridson-collisions.md`). The inside test accepts `w_k ∈ [−δ, 1 + δ]` with
 //! `δ = η / L_char`. We take `L_char` = the **longest edge**. A weight `w_k` equals the signed distance of the
 //! projection to the opposite edge's line divided by the altitude `h_k`, and every altitude is at most the
 //! longest edge, so the accepted band reaches at most `δ·h_k ≤ η` beyond any edge line: the test never
 //! accepts a point farther than η outside an edge. (`√area` would let the band grow beyond η for the long
 //! altitudes of a sliver.) Points near an edge or corner but outside the band are left to the edge–edge tests
-//! between the point's edges and the triangle's edges, as METHODS §3.4 prescribes.
+//! between the point's edges and the triangle's edges, as `docs/methods/bridson-collisions.md` §3.4 prescribes.
 //!
-//! **Edge–edge (METHODS eq. 3.7)** with the clamping procedure of §3.5 (appendix item 13): the squared distance
+//! **Edge–edge (`docs/methods/bridson-collisions.md` (3.7))** with the clamping procedure of §3.5 (): the squared distance
 //! is a convex quadratic on the unit square; the sequence *line–line optimum of `a`, clamp; best `b` for that
 //! `a`; if `b` was clamped, best `a` for the clamped `b`* returns a minimiser. Parallel edges
 //! (`|x21 × x43|² ≤ PARALLEL_SIN2 · A · C`, a round-off tolerance) take `a = 0`, which is optimal for parallel
@@ -44,12 +44,12 @@
 use glam::DVec3;
 
 /// Triangles whose altitude onto their longest edge is below this fraction of that edge are slivers:
-/// (METHODS eq. 3.6) is singular for them, and [`proximity_point_triangle`] rejects them (the edge–edge
+/// (`docs/methods/bridson-collisions.md` (3.6)) is singular for them, and [`proximity_point_triangle`] rejects them (the edge–edge
 /// tests against the triangle's edges cover them).
 pub const MIN_RELATIVE_ALTITUDE: f64 = 1e-8;
 
 /// Two edges are parallel when `sin²` of their angle is at most this (`|x21 × x43|² ≤ PARALLEL_SIN2 · A · C`,
-/// METHODS §3.5 step 1): a round-off tolerance. The cross product and the numerator of (3.7) are evaluated
+/// `docs/methods/bridson-collisions.md` §3.5 step 1): a round-off tolerance. The cross product and the numerator of (3.7) are evaluated
 /// as cross products, accurate to a few ulps of `|x21||x43|`, so the line–line solve is meaningful down to
 /// `sin θ` of a few `f64::EPSILON`; this threshold (`sin θ ≤ 1e-12`) sits about a thousand times above that.
 /// Taking `a = 0` for parallel edges then costs at most `sin θ · |x21|` ≈ `1e-12 |x21|` of distance.
@@ -88,7 +88,7 @@ pub struct EdgeEdgeProximity {
     pub normal: DVec3,
 }
 
-/// Point–triangle proximity: is `p` within `eta` of triangle `tri`? Bridson 2002, METHODS-bw-bridson eq. 3.6.
+/// Point–triangle proximity: is `p` within `eta` of triangle `tri`? Bridson 2002, `docs/methods/bridson-collisions.md` (3.6).
 ///
 /// Symbols: `tri = [x1, x2, x3]`, `p = x4`, `eta = η` (m). The pair is close when the distance along the unit
 /// normal is `< eta` (plane test) and every barycentric weight of the projection, solved from (3.6), lies in
@@ -161,7 +161,7 @@ pub fn closest_point_segment(p: DVec3, seg: [DVec3; 2]) -> (DVec3, f64) {
 /// (`point = Σ w_k tri[k]`, `w_k ≥ 0`, `Σ w_k = 1`).
 ///
 /// If the projection onto the plane lies inside the triangle (barycentric weights from the cross-product form
-/// of METHODS eq. 3.6, all `≥ 0`) it is the answer; otherwise the closest point lies on the boundary and is the
+/// of `docs/methods/bridson-collisions.md` (3.6), all `≥ 0`) it is the answer; otherwise the closest point lies on the boundary and is the
 /// nearest of the three edges' closest points (Voronoi regions of the edges and vertices). Sliver and
 /// degenerate triangles (altitude below [`MIN_RELATIVE_ALTITUDE`] times the longest edge) are treated as the
 /// union of their edges, which is exact for zero area.
@@ -202,8 +202,8 @@ pub fn closest_point_triangle(p: DVec3, tri: [DVec3; 3]) -> (DVec3, [f64; 3]) {
     }
 }
 
-/// Closest points of edges `p = [p0, p1]` and `q = [q0, q1]`. Bridson 2002, METHODS-bw-bridson eq. 3.7,
-/// with the clamping procedure of METHODS §3.5.
+/// Closest points of edges `p = [p0, p1]` and `q = [q0, q1]`. Bridson 2002, `docs/methods/bridson-collisions.md` (3.7),
+/// with the clamping procedure of `docs/methods/bridson-collisions.md` §3.5.
 ///
 /// Symbols: `p0, p1, q0, q1 = x1, x2, x3, x4`; `A = x21·x21`, `B = x21·x43`, `C = x43·x43`,
 /// `D = x21·x31`, `E = x43·x31`, `Γ = |x21 × x43|²`. Steps: `a = clamp((CD − BE)/Γ)` (or `a = 0` when the
@@ -214,7 +214,7 @@ pub fn closest_point_triangle(p: DVec3, tri: [DVec3; 3]) -> (DVec3, [f64; 3]) {
 /// `(x21 × x43)·(x31 × x43)`, Lagrange's identity), not by subtraction, which would cancel for nearly
 /// parallel edges; a division by a zero
 /// `A` or `C` (zero-length edge) is replaced by parameter 0, which makes the procedure point–segment or
-/// point–point. The normal points from `q` toward `p` (the brief's convention; METHODS §3.5 states the
+/// point–point. The normal points from `q` toward `p` (the brief's convention; `docs/methods/bridson-collisions.md` §3.5 states the
 /// opposite direction, `q − p`), see [`EdgeEdgeProximity::normal`] for the coincident and parallel fallbacks.
 #[must_use]
 pub fn closest_points_edge_edge(p: [DVec3; 2], q: [DVec3; 2]) -> EdgeEdgeProximity {
@@ -279,8 +279,8 @@ pub fn closest_points_edge_edge(p: [DVec3; 2], q: [DVec3; 2]) -> EdgeEdgeProximi
     }
 }
 
-/// Edge–edge proximity: the closest points of `p` and `q` ([`closest_points_edge_edge`], METHODS-bw-bridson
-/// eq. 3.7) when they are closer than `eta` (m). Bridson 2002, METHODS-bw-bridson eq. 3.7.
+/// Edge–edge proximity: the closest points of `p` and `q` ([`closest_points_edge_edge`], `docs/methods/bridson-collisions.md`
+/// eq. 3.7) when they are closer than `eta` (m). Bridson 2002, `docs/methods/bridson-collisions.md` (3.7).
 ///
 /// Returns `None` for `eta ≤ 0` or non-finite input.
 #[must_use]
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn cross_product_weights_solve_the_normal_equations() {
-        // The closed form must be the solution of METHODS eq. 3.6 as printed (Gram matrix of x13, x23).
+        // The closed form must be the solution of `docs/methods/bridson-collisions.md` (3.6) as printed (Gram matrix of x13, x23).
         let mut rng = Rng(1);
         for _ in 0..500 {
             let tri = [rng.vec3(1.0), rng.vec3(1.0), rng.vec3(1.0)];

@@ -1,12 +1,12 @@
 //! Velocity responses of a close or colliding pair: impulse distribution, repulsion, friction and
 //! inelastic collision impulses with a minimum separation.
 //!
-//! Bridson, Fedkiw & Anderson 2002 (METHODS-bw-bridson §3.6–§3.9, appendix items 14–17). Every response is
+//! Bridson, Fedkiw & Anderson 2002 (`docs/methods/bridson-collisions.md` §3.6–§3.9). Every response is
 //! stated as a target change Δ of the relative velocity along a direction and applied with one formula,
-//! METHODS eq. 3.10 ([`apply_velocity_change`]). Velocities are the step-average `v^{n+1/2}` (f32, m/s);
+//! `docs/methods/bridson-collisions.md` (3.10) ([`apply_velocity_change`]). Velocities are the step-average `v^{n+1/2}` (f32, m/s);
 //! the arithmetic that decides the outcome is `f64`.
 //!
-//! # Stencils and the sign convention (METHODS §3.6, appendix item 14)
+//! # Stencils and the sign convention (`docs/methods/bridson-collisions.md` §3.6)
 //!
 //! A [`Stencil`] is the four vertices of a point–triangle pair (triangle `x1 x2 x3` = *first side*, point
 //! `x4` = *second side*) or an edge–edge pair (edge `x1 x2` = first side, edge `x3 x4` = second side), the
@@ -22,17 +22,17 @@
 //! Give vertex `i` the velocity change `c_i J w_i d̂` (`w_i = 1/m_i`, `J` a scalar impulse, `d̂` a unit
 //! direction). The change of `v_rel` is `Σ c_i · c_i J w_i d̂ = J (Σ c_i² w_i) d̂`, so `J = Δ / Σ c_i² w_i`
 //! changes `v_rel` by exactly `Δ d̂` — along `d̂` and nowhere else. The momentum change is
-//! `Σ m_i c_i J w_i d̂ = J (Σ c_i) d̂ = 0` because `Σ c_i = −Σ α + Σ β = 0`. This is METHODS eq. 3.10 with
+//! `Σ m_i c_i J w_i d̂ = J (Σ c_i) d̂ = 0` because `Σ c_i = −Σ α + Σ β = 0`. This is `docs/methods/bridson-collisions.md` (3.10) with
 //! `α_k = −c_k`, `β_l = c_l`. With equal masses `m`, `Δ = −2I/m` and `J = −Ĩ` it reproduces eq. 3.8–3.9.
 //! Vertices with `w_i = 0` (pinned cloth vertices, obstacles) receive nothing; if `Σ c_i² w_i = 0` the pair
 //! is skipped.
 //!
-//! # Repulsion (eq. 3.11–3.12, appendix item 15)
+//! # Repulsion (eq. 3.11–3.12)
 //!
 //! (a) inelastic: if `v_N < 0`, `Δ_a = −v_N`; then `v_N` is recomputed from the updated velocities.
 //! (b) spring: with overlap `d = η − n̂·(x_second − x_first) > 0` (eq. 3.11, positions at `x^n`), if
-//! `v_N < 0.1 d/h`, `Δ_b = min(2hkd/m̄, 0.1 d/h − v_N)` — METHODS' *adopted* form, which fixes the factor-2
-//! overshoot of the source's cap under the eq. 3.8 convention. For `m̄` METHODS suggests
+//! `v_N < 0.1 d/h`, `Δ_b = min(2hkd/m̄, 0.1 d/h − v_N)` — `docs/methods/bridson-collisions.md`'s adopted form, which fixes the factor-2
+//! overshoot of the source's cap under the eq. 3.8 convention. For `m̄` `docs/methods/bridson-collisions.md` suggests
 //! `2 / (1/Σα_k m_k + 1/Σβ_l m_l)`; weft uses the **inverse-mass average** instead,
 //! `2/m̄ = w̄_first + w̄_second` with `w̄_side = Σ α⁺_k w_k / Σ α⁺_k` (`α⁺ = max(α, 0)`). Both equal `m` when
 //! each side's masses are equal, so they agree on cloth of uniform density; the inverse-mass form is
@@ -41,20 +41,20 @@
 //! weights the proximity test accepts within its δ band. A side of infinite mass gives `2hkd/m̄ = hkd w̄_other`,
 //! the spring impulse `hkd` delivered to the free side alone.
 //!
-//! # Friction (eq. 3.13, appendix item 16)
+//! # Friction (eq. 3.13)
 //!
 //! With `Δv_N` the total normal change just applied and `v_T` the tangential relative velocity, remove
 //! `min(μ Δv_N, |v_T|)` along `−v̂_T` with eq. 3.10: the pair sticks when `μ Δv_N ≥ |v_T|` and otherwise slides
 //! with `|v_T|` reduced by `μ Δv_N`. `μ` appears once (the source's built-in second `μ` is dropped).
 //!
-//! # Collision impulses and the minimum separation (METHODS §3.9)
+//! # Collision impulses and the minimum separation (`docs/methods/bridson-collisions.md` §3.9)
 //!
 //! Target `v_N^new = max(0, (s_min − d0)/h)`, applied when the linearised end-of-step separation
 //! `d0 + h v_N` is below `s_min`. The new velocities are rounded to `f32` when stored, which can lose a few
 //! ulps of `v_N`; the target is therefore raised by a bound on that rounding,
 //! `ε_f32 · Σ_i |c_i| |v_i^new|` (twice the worst case), so that `d0 + h v_N ≥ s_min` holds for the *stored*
 //! velocities, evaluated in `f64`. The margin is a relative `1e-7` of the velocities involved: physically
-//! nothing. Friction (eq. 3.13) may be applied to collision impulses too (`mu > 0`), an option METHODS
+//! nothing. Friction (eq. 3.13) may be applied to collision impulses too (`mu > 0`), an option `docs/methods/bridson-collisions.md`
 //! leaves open.
 #![deny(unsafe_code)]
 
@@ -64,7 +64,7 @@ use super::ccd::CcdHit;
 use super::proximity::{EdgeEdgeProximity, PointTriangleProximity};
 
 /// Fraction of the overlap `d` that the spring repulsion may remove in one step: the cap `0.1 d / h` of
-/// Bridson 2002, METHODS-bw-bridson eq. 3.12.
+/// Bridson 2002, `docs/methods/bridson-collisions.md` (3.12).
 pub const REPULSION_OVERLAP_FRACTION: f64 = 0.1;
 
 /// Which primitives a [`Stencil`] couples.
@@ -90,7 +90,7 @@ impl StencilKind {
 }
 
 /// The four vertices of a close or colliding pair, their interpolation weights and the contact normal
-/// (METHODS-bw-bridson §3.6; conventions in the module doc).
+/// (`docs/methods/bridson-collisions.md` §3.6; conventions in the module doc).
 ///
 /// Invariant: `verts` lists the first side, then the second (3 + 1 or 2 + 2); `weights` are the matching
 /// side weights (`α`, then `β`), each side summing to 1; `normal` is unit (or zero for a stencil built from a
@@ -213,7 +213,7 @@ impl Stencil {
     }
 
     /// Overlap `d = η − n̂ · Σ c_i x_i` of the pair for thickness `eta` (m); positive when the pair is closer
-    /// than η. Bridson 2002, METHODS-bw-bridson eq. 3.11 (with positions, not velocities: appendix item 15).
+    /// than η. Bridson 2002, `docs/methods/bridson-collisions.md` (3.11) (with positions, not velocities:).
     ///
     /// # Panics
     /// If a vertex index is out of range of `x`.
@@ -278,7 +278,7 @@ fn apply_change(
 }
 
 /// Relative velocity `Σ_l β_l v_l − Σ_k α_k v_k` of the second side w.r.t. the first at the interpolated
-/// contact points (m/s). Bridson 2002, METHODS-bw-bridson eq. 3.10 (the interpolation of §3.6).
+/// contact points (m/s). Bridson 2002, `docs/methods/bridson-collisions.md` (3.10) (the interpolation of §3.6).
 ///
 /// # Panics
 /// If a vertex index is out of range of `v`.
@@ -288,7 +288,7 @@ pub fn relative_velocity(s: &Stencil, v: &[Vec3]) -> Vec3 {
 }
 
 /// Changes the interpolated relative velocity along `dir` by `delta` (m/s) with unequal masses and returns
-/// the impulse `J` (kg·m/s). Bridson 2002, METHODS-bw-bridson eq. 3.10.
+/// the impulse `J` (kg·m/s). Bridson 2002, `docs/methods/bridson-collisions.md` (3.10).
 ///
 /// Symbols: `J = Δ / (Σ_k α_k² w_k + Σ_l β_l² w_l)`, `v_k −= α_k J w_k d̂` on the first side,
 /// `v_l += β_l J w_l d̂` on the second; `w = inv_mass` (1/kg, 0 = infinite mass), `d̂ = dir` normalised
@@ -342,7 +342,7 @@ impl RepulsionOutcome {
     }
 }
 
-/// Repulsion of one close pair, then Coulomb friction. Bridson 2002, METHODS-bw-bridson eq. 3.11–3.12
+/// Repulsion of one close pair, then Coulomb friction. Bridson 2002, `docs/methods/bridson-collisions.md` (3.11–3.12)
 /// (adopted form) and eq. 3.13, applied through eq. 3.10.
 ///
 /// Symbols: `overlap_d = d` of eq. 3.11 (m, [`Stencil::overlap`] at `x^n`), `h` step (s), `stiffness = k`
@@ -353,7 +353,7 @@ impl RepulsionOutcome {
 ///    `min(2hkd/m̄, 0.1 d/h − v_N)`, so one step removes at most a tenth of the overlap.
 /// 3. Friction with `Δv_N` = the total normal change of 1 and 2.
 ///
-/// Departure (METHODS' *derived* choice of `m̄`, see the module doc): `2/m̄ = w̄_first + w̄_second`, the
+/// Departure (`docs/methods/bridson-collisions.md`'s choice of `m̄`, see the module doc): `2/m̄ = w̄_first + w̄_second`, the
 /// inverse-mass averages of the two sides, instead of `Σ α_k m_k` averages. A separating pair
 /// (`v_N ≥ 0`) without overlap is left untouched. Infinite-mass-only pairs are skipped.
 ///
@@ -443,7 +443,7 @@ fn apply_friction(s: &Stencil, budget: f64, v: &mut [Vec3], inv_mass: &[f32]) ->
 
 /// Repulsion of one vertex close to an immovable surface, then Coulomb friction: [`repel`] for a pair
 /// whose first side is a point of an analytic collider's surface (infinite mass, moving with the
-/// collider) and whose second side is the vertex. Bridson 2002, METHODS-bw-bridson eq. 3.11–3.12 (adopted
+/// collider) and whose second side is the vertex. Bridson 2002, `docs/methods/bridson-collisions.md` (3.11–3.12) (adopted
 /// form) and eq. 3.13, applied through eq. 3.10.
 ///
 /// Symbols: `vi` the vertex's `v^{n+1/2}` (m/s), `inv_mass = w` (1/kg; `w ≤ 0` or NaN: infinite mass, the
@@ -533,7 +533,7 @@ pub fn repel_point_surface(
 }
 
 /// Inelastic collision impulse with minimum separation, then optional friction. Bridson 2002,
-/// METHODS-bw-bridson §3.9 (collision impulse, minimum separation; *derived* form), applied with eq. 3.10;
+/// `docs/methods/bridson-collisions.md` §3.9 (collision impulse, minimum separation; *derived* form), applied with eq. 3.10;
 /// friction eq. 3.13.
 ///
 /// Symbols: `d0` signed start separation along the stencil normal (m, [`Stencil::separation`] of `x^n`,

@@ -3,7 +3,7 @@
 //! A shape is defined in its local frame; a [`Pose`] places it in the world.
 //! Queries return the signed distance from the surface (positive outside) and
 //! the outward unit normal, which is what the Baraff–Witkin contact filter needs
-//! (METHODS-bw-bridson §2.9): the constrained direction is the normal, and the
+//! (`docs/methods/baraff-witkin.md` §2.9): the constrained direction is the normal, and the
 //! prescribed normal velocity is the surface's velocity at the contact point.
 #![deny(unsafe_code)]
 

@@ -1,12 +1,12 @@
 //! Implicit velocity smoothing: one backward-Euler step of edge damping, solved by a few conjugate-gradient
 //! iterations, that spreads a discontinuous velocity change (a collision bounce) to the surrounding cloth.
 //!
-//! Bridson's course notes (METHODS-bw-bridson §4.10, eq. 4.12; §4.11). The stage is optional and runs after
-//! the collision corrections (DESIGN step 4). METHODS notes that the end-velocity update (3.3)/(4.13)
+//! Bridson's course notes (`docs/methods/dihedral-bending.md` §4.10, eq. 4.12; §4.11). The stage is optional and runs after
+//! the collision corrections. `docs/methods/bridson-collisions.md` §3.1 notes that the end-velocity update (3.3)/(4.13)
 //! already applies damping implicitly to the corrected velocities; this stage is for pipelines without
 //! that update, or for extra smoothing. It only changes velocities.
 //!
-//! # The system (METHODS eq. 4.12)
+//! # The system (`docs/methods/dihedral-bending.md` (4.12))
 //!
 //! eq. 4.12 is `(M − h D_damp) v⁺ = M v⁻` with `D_damp = ∂F_damp/∂v` symmetric negative semi-definite.
 //! weft takes `F_damp` to be a linear damper on every mesh edge, `F_i = Σ_{j∈N(i)} c_ij (v_j − v_i)` with
@@ -26,7 +26,7 @@
 //! `A = M + s L_μ` restricted to the free vertices is symmetric positive definite (and strictly diagonally
 //! dominant).
 //!
-//! **Momentum** (METHODS §4.10, *derived*): the Laplacian's rows sum to zero, so with no pinned vertex the
+//! **Momentum** (`docs/methods/dihedral-bending.md` §4.10, *derived*): the Laplacian's rows sum to zero, so with no pinned vertex the
 //! exact solution keeps `Σ m_i v_i`. Pins exert forces, so then it is not conserved (nor should it be).
 //!
 //! # The iterative method: mass-preconditioned CG
@@ -241,7 +241,7 @@ impl VelocitySmoother {
     }
 
     /// Smooths the velocities `v` in place by solving `(M + s L_μ) v⁺ = M v⁻` (module doc) with at most
-    /// `iterations` iterations of mass-preconditioned CG. Bridson course notes, METHODS-bw-bridson eq. 4.12.
+    /// `iterations` iterations of mass-preconditioned CG. Bridson course notes, `docs/methods/dihedral-bending.md` (4.12).
     ///
     /// `strength` is `s` (dimensionless, `h c_ij / μ_ij` of the edge dampers; with uniform masses `s/2` is
     /// the step's diffusion number); `v` the velocities (m/s), `mass` the lumped masses (kg) and `inv_mass`

@@ -1,8 +1,8 @@
 //! Strain limiting by velocity impulses: keeps every stretch edge's predicted end-of-step length within
 //! `[(1 − s_c) L0, (1 + s_t) L0]` by momentum-conserving impulse pairs on the step-average velocities.
 //!
-//! Bridson, Fedkiw & Anderson 2002 after Provot 1995 (METHODS-bw-bridson §3.2, eq. 3.5, appendix item 9).
-//! The stage runs on `v^{n+1/2}` right after the internal dynamics (METHODS §3.1 step 3, DESIGN step 4),
+//! Bridson, Fedkiw & Anderson 2002 after Provot 1995 (`docs/methods/bridson-collisions.md` §3.2, eq. 3.5).
+//! The stage runs on `v^{n+1/2}` right after the internal dynamics (`docs/methods/bridson-collisions.md` §3.1 step 3),
 //! before repulsion and CCD, and again before every CCD round, with the collisions resolved so far kept
 //! (see "Contacts"). Positions are never edited: only velocities change.
 //!
@@ -18,7 +18,7 @@
 //! | `s_t`, `s_c` | [`StrainLimit::max_stretch`], [`StrainLimit::max_compress`] | – |
 //! | strain-rate limit `r` (Bridson et al. 2002 §3) | [`StrainLimiter::set_rate_limit`] | – |
 //!
-//! # The impulse pair (METHODS eq. 3.5)
+//! # The impulse pair (`docs/methods/bridson-collisions.md` (3.5))
 //!
 //! For edge `e = (i, j)`: `d = (x_j + h v_j) − (x_i + h v_i)`, `L = |d|`, `L*` the target length (the violated bound moved inward by the tolerance, see below),
 //! `γ = (L* − L)/h`. With the *impulse* `p = γ d̂ / (w_i + w_j)` (kg·m/s) the velocities change by
@@ -111,14 +111,14 @@
 //! the impact zones do after the last limiter call (a zone moving rigidly, or with an obstacle) is not
 //! a hold: an edge the zones stretch counts as free.
 //!
-//! # Sweeps (METHODS §3.2, source note (c))
+//! # Sweeps (`docs/methods/bridson-collisions.md` §3.2)
 //!
 //! Corrections interfere through shared vertices, so the pass is iterated until no edge needs a correction
 //! or the sweep cap [`StrainLimit::iterations`] is reached; the leftover violation is reported, never
 //! printed.
 //!
 //! * **Jacobi** ([`StrainMethod::Jacobi`]): every edge's impulse is computed from the same velocities, then
-//!   all are applied at once, *under-relaxed*. **Departure**: METHODS says "averaged per vertex"; dividing
+//!   all are applied at once, *under-relaxed*. **Departure**: `docs/methods/bridson-collisions.md` says "averaged per vertex"; dividing
 //!   each vertex's summed change by its own number of corrections breaks momentum conservation whenever the
 //!   two ends of an edge have different counts. weft scales each *edge's* impulse pair instead, by
 //!   `ω_e = 1 / max(c_i, c_j)` where `c_k` is the number of corrected edges at vertex `k` (counted only for
@@ -173,7 +173,7 @@ const TRIGGER_FRACTION: f64 = 1e-2;
 /// start-of-step direction is used instead.
 const DEGENERATE_LENGTH: f64 = 1e-9;
 
-/// How the coupled edge corrections are iterated (METHODS-bw-bridson §3.2, source note (c)).
+/// How the coupled edge corrections are iterated (`docs/methods/bridson-collisions.md` §3.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StrainMethod {
     /// All corrections of a sweep from the same velocities, applied together, under-relaxed per edge.
@@ -184,13 +184,13 @@ pub enum StrainMethod {
     GaussSeidel,
 }
 
-/// Parameters of the strain limiter (METHODS-bw-bridson §3.2).
+/// Parameters of the strain limiter (`docs/methods/bridson-collisions.md` §3.2).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StrainLimit {
     /// `s_t`: the largest allowed stretch, as a fraction of the rest length (`≥ 0`, default 0.1).
     pub max_stretch: f32,
     /// `s_c`: the largest allowed compression, as a fraction of the rest length (`0..=1`, default 0.1).
-    /// `0` forbids compression (the "zero compression" reading of METHODS source \[002\]).
+    /// `0` forbids compression (the "zero compression" reading of the paper's talk slides).
     pub max_compress: f32,
     /// Sweep cap (default 100; a pass stops as soon as every edge is within the limit). `0` only
     /// measures.
@@ -283,7 +283,7 @@ pub struct StrainReport {
     pub max_violation_after: f32,
 }
 
-/// One edge's pending correction: the impulse `p` of METHODS eq. 3.5 (`v_i −= w_i p`, `v_j += w_j p`).
+/// One edge's pending correction: the impulse `p` of `docs/methods/bridson-collisions.md` (3.5) (`v_i −= w_i p`, `v_j += w_j p`).
 #[derive(Clone, Copy, Debug, Default)]
 struct EdgeImpulse {
     p: DVec3,
@@ -416,8 +416,8 @@ impl Problem<'_> {
     }
 
     /// Evaluates edge `e` against the velocities `v`: its violation and, when it exceeds the tolerance
-    /// and can be fixed, the impulse of METHODS eq. 3.5. Bridson–Fedkiw–Anderson 2002,
-    /// METHODS-bw-bridson eq. 3.5.
+    /// and can be fixed, the impulse of `docs/methods/bridson-collisions.md` (3.5). Bridson–Fedkiw–Anderson 2002,
+    /// `docs/methods/bridson-collisions.md` (3.5).
     #[inline]
     fn evaluate(&self, e: usize, v: &[Vec3]) -> (EdgeImpulse, f32) {
         let [i, j] = self.edges[e];
@@ -895,7 +895,7 @@ impl StrainLimiter {
     /// `[(1 − s_c) L0, (1 + s_t) L0]` of `limit`, intersected with the rate interval if a rate limit is
     /// set) up to the tolerance, iterating Jacobi or
     /// coloured Gauss–Seidel sweeps until no edge needs a correction or `limit.iterations` sweeps ran.
-    /// Bridson–Fedkiw–Anderson 2002, METHODS-bw-bridson eq. 3.5.
+    /// Bridson–Fedkiw–Anderson 2002, `docs/methods/bridson-collisions.md` (3.5).
     ///
     /// `h` is the step (s), `x` the start-of-step positions `x^n` (m), `v` the step-average velocities
     /// `v^{n+1/2}` (m/s, updated in place), `inv_mass` the inverse masses (1/kg, 0 = pinned: such a vertex

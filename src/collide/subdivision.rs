@@ -1,5 +1,5 @@
 //! Collision-aware Loop subdivision of an output mesh (Bridson, Fedkiw & Anderson 2002,
-//! "Collision-aware subdivision"; METHODS-bw-bridson §3.11).
+//! "Collision-aware subdivision"; `docs/methods/bridson-collisions.md` §3.11).
 //!
 //! Loop subdivision ([`LoopSubdivision`]) smooths the shown mesh, and smoothing can pull a fold
 //! through a nearby layer or an obstacle. Per level, the sources' three steps:
@@ -9,11 +9,11 @@
 //! 2. the Loop positions `x_loop` of the refined mesh;
 //! 3. the move `x_lin → x_loop` as a motion over one pseudo-step of unit length, velocity
 //!    `v = x_loop − x_lin`, handed to the cloth's own collision stage ([`ClothCollision`],
-//!    METHODS §3.4–3.10) against the refined mesh itself and the obstacle meshes: inelastic
+//!    `docs/methods/bridson-collisions.md` §3.4–3.10) against the refined mesh itself and the obstacle meshes: inelastic
 //!    impulses for close approaching pairs, CCD rounds, and the rigid impact zones as the
 //!    fail-safe. The level's output is `x_lin + v` with the corrected `v`.
 //!
-//! Each level starts from the previous level's *collision-aware* output (METHODS §3.11 runs the
+//! Each level starts from the previous level's *collision-aware* output (`docs/methods/bridson-collisions.md` §3.11 runs the
 //! steps once per level), so every motion starts intersection-free and is one level's smoothing,
 //! which is small.
 //!

@@ -17,7 +17,7 @@
 //! frame is therefore cut like a corner; frames are short against any motion
 //! a keyframed obstacle is meant to show, and the collision stage needs exact
 //! straight-line (for translation) trajectories over a substep anyway
-//! (METHODS-bw-bridson §3.9: CCD assumes linear motion over the step).
+//! (`docs/methods/bridson-collisions.md` §3.9: CCD assumes linear motion over the step).
 #![deny(unsafe_code)]
 
 use glam::{Quat, Vec3};

@@ -1,8 +1,8 @@
 //! Pins and analytic-collider contacts as Baraff–Witkin velocity filters.
 //!
-//! Every vertex gets a filter S_i (METHODS-bw-bridson eq. 2.15), a prescribed
+//! Every vertex gets a filter S_i (`docs/methods/baraff-witkin.md` (2.15)), a prescribed
 //! velocity change z_i in its constrained directions, and a position offset
-//! y_i (METHODS-bw-bridson eq. 2.17):
+//! y_i (`docs/methods/baraff-witkin.md` (2.17)):
 //!
 //! - a pinned vertex is fully constrained: S_i = 0 and z_i takes it to its pin
 //!   target at the end of the substep;
@@ -13,7 +13,7 @@
 //!   colliders give two directions (the second orthogonalised against the
 //!   first); a third makes the vertex follow the surfaces fully.
 //!
-//! **Engage / release** (METHODS-bw-bridson §2.9). A vertex already in
+//! **Engage / release** (`docs/methods/baraff-witkin.md` §2.9). A vertex already in
 //! contact stays engaged while it is within η + a small band of the surface, so
 //! a cloth resting on a solid does not chatter in and out of contact. After the
 //! solve the constraint impulse λ_i = (I − S_i)(A Δv − b)_i is inspected: if
@@ -22,7 +22,7 @@
 //! it (a predicted approach within η).
 //!
 //! **Friction**: the velocity-level Coulomb correction of Bridson 2002
-//! (METHODS-bw-bridson §3.8) on the impulse the solve really needed. After the
+//! (`docs/methods/bridson-collisions.md` §3.8) on the impulse the solve really needed. After the
 //! solve, a contact's normal impulse λ_n = λ_i·n bounds the tangential velocity
 //! change it may cause: the relative tangential velocity v_t is reduced by
 //! min(|v_t|, μ λ_n / m_i). A vertex resting on a surface whose tangential
@@ -112,7 +112,7 @@ impl Constraints {
         &self.z
     }
 
-    /// Position offsets y_i (METHODS-bw-bridson eq. 2.17).
+    /// Position offsets y_i (`docs/methods/baraff-witkin.md` (2.17)).
     #[must_use]
     pub fn y(&self) -> &[Vec3] {
         &self.y

@@ -1,5 +1,5 @@
 //! Loop subdivision of an output mesh, `K` levels, with every stencil precomputed once per mesh
-//! (Loop 1987; METHODS-bw-bridson §3.11, after Bridson, Fedkiw & Anderson 2002 "Subdivision").
+//! (Loop 1987; `docs/methods/bridson-collisions.md` §3.11, after Bridson, Fedkiw & Anderson 2002 "Subdivision").
 //!
 //! Sharp folds are barely resolved by a simulation mesh, so the mesh that is *shown* (OBJ frames,
 //! previews) is refined and smoothed. One level maps a mesh of `V` vertices, `E` edges and `F`
@@ -8,7 +8,7 @@
 //! vertex `v < V` is the *even* vertex that was `v`, vertex `V + e` the *odd* vertex on edge `e`
 //! (edge order of [`Topology::edges`]); triangle `t = (p, q, r)` becomes `4t..4t + 4`.
 //!
-//! # Rules (METHODS-bw-bridson §3.11, "from Loop 1987")
+//! # Rules (`docs/methods/bridson-collisions.md` §3.11, "from Loop 1987")
 //!
 //! | vertex | position |
 //! |---|---|
@@ -22,7 +22,7 @@
 //! point and (1, 6, 1)/8 for a vertex: a boundary stays a curve of its own, computed from
 //! boundary vertices only, and a straight boundary stays straight. The brief that asked for this
 //! module names the boundary masks "1-4-1 / 1-6-1"; (1, 4, 1)/6 is the cubic B-spline *limit*
-//! mask, not a refinement mask, so it is read here as the edge rule (4, 4)/8 of METHODS §3.11
+//! mask, not a refinement mask, so it is read here as the edge rule (4, 4)/8 of `docs/methods/bridson-collisions.md` §3.11
 //! (tested: `straight_boundary_is_reproduced`). No creases and no corner rule: a corner of a grid
 //! (a boundary vertex where the boundary turns) is rounded by the (1, 6, 1) rule like any other
 //! boundary vertex, as in the sources. A boundary vertex on more or fewer than two boundary edges
@@ -54,7 +54,7 @@ pub const MAX_LOOP_LEVELS: u32 = 4;
 const CHUNK: usize = 1024;
 
 /// Loop's even-vertex weight β for an interior vertex of valence `k` (Loop 1987;
-/// METHODS-bw-bridson §3.11): `β = (5/8 − (3/8 + 1/4 cos(2π/k))²) / k`; `1/16` for `k = 6`,
+/// `docs/methods/bridson-collisions.md` §3.11): `β = (5/8 − (3/8 + 1/4 cos(2π/k))²) / k`; `1/16` for `k = 6`,
 /// `3/16` for `k = 3`.
 #[must_use]
 pub fn loop_beta(k: usize) -> f64 {
@@ -214,7 +214,7 @@ impl LoopLevel {
 
     /// The linear refinement: even vertices copied, odd vertices at their edge's midpoint (in
     /// `f64`, rounded once). The same surface as the coarse mesh, only split: intersection-free
-    /// whenever the coarse mesh is (METHODS-bw-bridson §3.11 step 1).
+    /// whenever the coarse mesh is (`docs/methods/bridson-collisions.md` §3.11 step 1).
     ///
     /// # Panics
     /// If `x.len() != num_coarse_vertices()` or `out.len() != num_fine_vertices()`.
@@ -232,7 +232,7 @@ impl LoopLevel {
         }
     }
 
-    /// The Loop positions of the fine vertices (module doc table; METHODS-bw-bridson §3.11),
+    /// The Loop positions of the fine vertices (module doc table; `docs/methods/bridson-collisions.md` §3.11),
     /// each a weighted sum in `f64` over its stencil, rounded once.
     ///
     /// # Panics
