@@ -1,6 +1,6 @@
 //! Backward Euler and BDF2 predictors and velocity updates for the projection step of
-//! Wang 2012 (Table 3.1 lines 1 and 7; the BDF2 variant at the end of §3.3.1; METHODS-wang
-//! §0 and §8.4).
+//! Wang 2012 (Table 3.1 lines 1 and 7; the BDF2 variant at the end of §3.3.1;
+//! `docs/methods/isometric-model.md §A11`).
 //!
 //! A step is `x^{n+1} = project(x̃)`: the inertial prediction `x̃` (which carries every explicit
 //! force) is projected onto the constraints with the implicit potential weighted by `h_Φ²`,
@@ -13,9 +13,9 @@
 //! | BDF2 | `4/3 xⁿ − 1/3 xⁿ⁻¹ + 8/9 h vⁿ − 2/9 h vⁿ⁻¹ + 4/9 h² a` | `2h/3` | `(3/2 x^{n+1} − 2 xⁿ + 1/2 xⁿ⁻¹) / h` |
 //!
 //! `a = M⁻¹ f_ext` is the explicit acceleration (gravity). The `h` on the `vⁿ⁻¹` term, lost in
-//! the thesis's extraction, is required (METHODS-wang §8.4, derivation there). The first BDF2
-//! step has no history and is taken with backward Euler (**choice**, METHODS-wang §8.4), as is
-//! the first step after [`TimeIntegrator::reset`] (a teleport, a changed `h`).
+//! the thesis's extraction, is required (`docs/methods/isometric-model.md §A11`, derivation
+//! there). The first BDF2 step has no history and is taken with backward Euler (**choice**, §A11),
+//! as is the first step after [`TimeIntegrator::reset`] (a teleport, a changed `h`).
 #![deny(unsafe_code)]
 // Per-node loops index several parallel arrays by the node number.
 #![allow(clippy::needless_range_loop)]
@@ -71,8 +71,8 @@ impl TimeIntegrator {
     /// Writes the prediction `x̃` (table in the module doc) for the state `(xⁿ, vⁿ)` and the
     /// explicit acceleration `accel` (per vertex), and returns the potential weight `h_Φ`
     /// (`h`, or `2h/3` for BDF2) by which a residual `r = h_Φ √k (…)` must be scaled
-    /// (Wang 2012 eq. 3.19; METHODS-wang §8.4). BDF2 needs history from a step of the same
-    /// `h`; otherwise this step is backward Euler.
+    /// (Wang 2012 eq. 3.19; `docs/methods/isometric-model.md` §A10, §A11). BDF2 needs history from
+    /// a step of the same `h`; otherwise this step is backward Euler.
     ///
     /// Pinned vertices: the caller overwrites their `x̃` with the pin pose at `t + h`.
     ///
@@ -242,8 +242,8 @@ mod tests {
 
     #[test]
     fn constant_acceleration_is_exact_under_bdf2() {
-        // METHODS-wang §8.4 check: with Φ = 0 and a constant force, BDF2 reproduces the
-        // parabola from the second step on, and its velocity update returns v(t).
+        // docs/methods/isometric-model.md §A11 check: with Φ = 0 and a constant force, BDF2
+        // reproduces the parabola from the second step on, and its velocity update returns v(t).
         let a = DVec3::new(0.3, -9.81, 0.1);
         let (h, v0) = (0.01, DVec3::new(1.0, 2.0, -0.5));
         let exact_x = |t: f64| v0 * t + 0.5 * a * t * t;

@@ -24,21 +24,22 @@
 //! - **Rest shape** ([`RestShape`]): `Input` uses the rest curvature `δ = L y⁰` of the input mesh
 //!   (Wang 2012 eq. 3.8). `Flat` is Bergou's flat rest state (eq. 3.5, `δ = 0`) on interior red
 //!   nodes; on boundary red nodes `δ = L y⁰` is kept, because `(L y⁰)_i ≠ 0` there even for a
-//!   flat sheet (METHODS-wang §4.2, ambiguity #10), so a flat sheet at rest has zero energy either
-//!   way. For a flat input the two are identical.
-//! - **Regularisation** (Wang 2012 eq. 3.30, METHODS-wang §3.4, §7.5, §9.3): every constraint
-//!   row (3.1), (3.3), (3.4) is a proximal row ([`RowRole::Proximal`], the method of
-//!   multipliers) with `D = β (J W Jᵀ)_aa` ([`IsometricConstraints::row_regularisation`]), plus
-//!   `β_c w_k` / `β_b w_k` on the conforming / boundary rows of black node `k`: `K` is positive
-//!   definite despite the planar redundancy and the self-stresses of §3.4, and the rows are hard
-//!   at convergence (the thesis puts `D` only on friction rows). `β` is small (default `10⁻⁶`):
-//!   the iteration reduces a violation in the near-null directions of `J W Jᵀ` only by
-//!   `D / (σ + D)` per iteration, and `β = 10⁻²` made it crawl (measured with the
-//!   fast-projection phase, [`ProjectionSettings::gauss_newton_iterations`], on the small
-//!   contact scene of `tests/isometric_scene.rs`: 10 iterations from 1.6 % to 0.3 % strain;
-//!   `10⁻⁶`: 3–7 iterations to 0.1 %).
+//!   flat sheet (`docs/methods/isometric-model.md §A8`), so a flat sheet at rest has zero energy
+//!   either way. For a flat input the two are identical.
+//! - **Regularisation** (Wang 2012 eq. 3.30; `docs/methods/isometric-model.md` §A3, §A12,
+//!   §A14): every constraint row (3.1), (3.3), (3.4) is a proximal row ([`RowRole::Proximal`],
+//!   the method of multipliers) with `D = β (J W Jᵀ)_aa`
+//!   ([`IsometricConstraints::row_regularisation`]), plus `β_c w_k` / `β_b w_k` on the conforming /
+//!   boundary rows of black node `k`: `K` is positive definite despite the planar redundancy and
+//!   the self-stresses of §A3, and the rows are hard at convergence (the thesis puts `D` only on
+//!   friction rows). `β` is small (default `10⁻⁶`): the iteration reduces a violation in the
+//!   near-null directions of `J W Jᵀ` only by `D / (σ + D)` per iteration, and `β = 10⁻²` made it
+//!   crawl (measured with the fast-projection phase,
+//!   [`ProjectionSettings::gauss_newton_iterations`], on the small contact scene of
+//!   `tests/isometric_scene.rs`: 10 iterations from 1.6 % to 0.3 % strain; `10⁻⁶`: 3–7 iterations
+//!   to 0.1 %).
 //! - **Forces**: gravity, wind and air drag `−c m v` are explicit accelerations in the prediction
-//!   `x̃ = xⁿ + h vⁿ + h² a` (METHODS-wang §0).
+//!   `x̃ = xⁿ + h vⁿ + h² a` (Wang 2012 Table 3.1 line 1; `docs/methods/isometric-model.md §A11`).
 //! - **Collision stage**: `collide::resolve` on the subdivided mesh, as the stepper runs it; the
 //!   strain limiter of that stage is switched off (the inextensibility rows are the strain limit,
 //!   and its velocity changes would be read as contacts by line 4 of Table 3.1).
@@ -302,13 +303,15 @@ impl IsometricCloth {
         self.stepper.projection().contact_overflows()
     }
 
-    /// Largest strain of the inextensibility rows now (Wang 2012 eq. 3.1, METHODS-wang §2).
+    /// Largest strain of the inextensibility rows now (Wang 2012 eq. 3.1;
+    /// `docs/methods/isometric-model.md §A4`).
     #[must_use]
     pub fn row_strain(&self) -> f64 {
         self.constraints.max_strain(&self.x)
     }
 
-    /// Maximum strain of the base mesh edges now, both definitions of METHODS-wang §10.
+    /// Maximum strain of the base mesh edges now, both readings of Wang 2012 Fig. 4.2
+    /// (`docs/methods/isometric-model.md §A16`).
     #[must_use]
     pub fn base_edge_strain(&self) -> BaseEdgeStrain {
         self.constraints.max_base_edge_strain(&self.x)

@@ -1,4 +1,4 @@
-//! The Gauss–Newton projection of Wang 2012 (METHODS-wang §7): the constrained implicit step
+//! The Gauss–Newton projection of Wang 2012 (§3.2.5, eq. 3.19–3.25): the constrained implicit step
 //! as a sequence of sparse SPD solves.
 //!
 //! # What is solved
@@ -17,7 +17,7 @@
 //!
 //! for the stacked unknowns `z = (r, λ)`, then recovers the new positions
 //!
-//! `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z`                                              (METHODS-wang §7.4 step 1).
+//! `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z`                             (the first row of eq. 3.23 solved for `x`).
 //!
 //! The residual rows and the constraint rows enter `K` the same way; they differ only in their
 //! diagonal `D`: 1 for residual rows (the identity block of eq. 3.25), 0 for hard constraints,
@@ -25,27 +25,27 @@
 //! [`ConstraintSet`] whose "constraint values" are the residual `r(x)` and whose gradients are
 //! the rows of `A = ∂r/∂x`, with [`RowRole::Residual`].
 //!
-//! # Choices (METHODS-wang §11)
+//! # Choices (not in the thesis; `docs/methods/isometric-model.md` §A12–§A18)
 //!
 //! - `K` is applied matrix-free: `u = W Gᵀ z` as a per-vertex gather over a transpose of the
 //!   stencils built at creation, then `y = G u + D z` per row. This costs two passes over the
 //!   stencil entries, against `Σ_v |rows(v)|²` stored entries for an assembled `K`
 //!   ([`crate::linalg::SymCsr`], which the tests use as the reference).
-//! - Preconditioner ([`Preconditioner`], METHODS-wang §11.2): by default IC(0) of the cloth
+//! - Preconditioner ([`Preconditioner`], §A17): by default IC(0) of the cloth
 //!   block of `K`, assembled on a [`SymCsr`] pattern built at creation and refactored (no
 //!   allocation) every 8 solves, over calls, or sooner when PCG needs 1.5 times the
 //!   iterations it needed with the fresh factor, Jacobi on the contact rows; or plain Jacobi,
 //!   `K_aa = Σ w_v |∇_v C_a|² + D_a`, which needs no assembled `K`.
 //! - Warm start: `z` of the previous iteration and of the previous call (cloth rows keep their
 //!   order); contact rows start at 0.
-//! - Stopping test (METHODS-wang §11.3): `max_a |C_a(x)| / scale_a ≤ tolerance` over the rows
+//! - Stopping test (§A15): `max_a |C_a(x)| / scale_a ≤ tolerance` over the rows
 //!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
 //!   strain), with [`ProjectionSettings::test_monitored_strain`] over what those families
 //!   monitor beyond their rows ([`ConstraintSet::monitored_strain`]: the base-edge strain of
 //!   Wang's cloth), and over the
 //!   hard contact rows (`scale = contact_length`), or the Newton cap, or the deadline.
 //!   Residual and soft rows are not tested (their "violation" is the physics).
-//! - Redundant hard rows (the planar redundancy of METHODS-wang §3.4, and self-stresses such as
+//! - Redundant hard rows (the planar redundancy of §A3, and self-stresses such as
 //!   a straight chain of distance rows between two pinned nodes, which survives any bending
 //!   about the chain) make `K` singular and the linearised rows inconsistent; PCG then stalls
 //!   at its cap. [`RowRole::Proximal`] regularises such rows with a `D` in `K` and `D λ⁻` on
@@ -54,7 +54,7 @@
 //!   (`|λ|/ℓ ≫ m`) it diverges. [`ProjectionSettings::curvature_majorizer`] adds a diagonal
 //!   upper bound of that term as a proximal mass (fixed point unchanged).
 //! - Rows whose vertices are all pinned are zero rows of `K`: their right-hand side is masked
-//!   to 0 and they are left out of the preconditioner (METHODS-wang §7.5).
+//!   to 0 and they are left out of the preconditioner (§A12).
 //! - Two phases (**choice**, not in the thesis; off by default): Gauss–Newton as above converges
 //!   only linearly when the constraint forces are large against the inertia (heavy tension).
 //!   After `gauss_newton_iterations` iterations (or earlier, when an iteration gains less than
@@ -100,7 +100,7 @@ pub enum RowRole<'a> {
     /// Soft rows with compliance `D > 0` (units of inverse mass; Wang 2012 eq. 3.30).
     Compliant(f64),
     /// One compliance per row (0 = hard): e.g. a tiny `D` on the boundary rows (3.4) only,
-    /// which removes the planar redundancy of METHODS-wang §3.4 (advice of §9.3).
+    /// which removes the planar redundancy of `docs/methods/isometric-model.md §A3` (§A14).
     PerRow(&'a [f64]),
     /// Residual rows of a potential `h² Φ = ½‖r‖²`, `D = 1` (Wang 2012 eq. 3.19, eq. 3.25).
     Residual,
@@ -110,9 +110,9 @@ pub enum RowRole<'a> {
     /// step). A row then holds `J_a x + d_a = D_a (λ_a − λ⁻_a)` (eq. 3.30 with the penalty
     /// centred on `λ⁻`, the augmented-Lagrangian update), so at a fixed point of the iteration
     /// the row is exactly hard, while `K` keeps the `D` that makes it positive definite when
-    /// the hard rows are redundant (METHODS-wang §3.4, §7.5). Unlike [`RowRole::PerRow`] no
-    /// violation `D λ` is left over, whatever the load on the row. Tested by the stopping test
-    /// like hard rows.
+    /// the hard rows are redundant (`docs/methods/isometric-model.md` §A3, §A12, §A14). Unlike
+    /// [`RowRole::PerRow`] no violation `D λ` is left over, whatever the load on the row. Tested by
+    /// the stopping test like hard rows.
     Proximal(&'a [f64]),
 }
 
@@ -155,7 +155,7 @@ pub enum StrainScale<'a> {
     /// `|C_a| / s ≤ tolerance` with one length `s` for every row (e.g. the shortest rest edge).
     Uniform(f64),
     /// `|C_a| / s_a ≤ tolerance`: for `C = ‖x_i − x_j‖ − d_ij` with `s = d_ij` this is the
-    /// strain of METHODS-wang §2.
+    /// strain of `docs/methods/isometric-model.md §A4`.
     PerRow(&'a [f64]),
 }
 
@@ -249,7 +249,7 @@ struct ActiveSet {
     inactive: u32,
 }
 
-/// Preconditioner of the PCG solves (METHODS-wang §11.2).
+/// Preconditioner of the PCG solves (`docs/methods/isometric-model.md §A17`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Preconditioner {
     /// `diag(K)`: cheap, matrix-free, but weak once the conforming rows (3.3) and the
@@ -667,9 +667,9 @@ impl GaussNewtonProjection {
     /// Projects: `x` holds the start iterate `x⁽⁰⁾` on entry and the result on return;
     /// `x_target` is `x̃`; `inv_mass[v] = w_v` (0 pins a vertex at `x̃_v`).
     ///
-    /// Wang 2012 eq. 3.25 / 3.30 iterated as in METHODS-wang §7.6; see the module doc for the
-    /// stopping test. `should_stop` is the deadline, asked before every Gauss–Newton iteration
-    /// and inside every PCG. Allocates nothing.
+    /// Wang 2012 eq. 3.25 / 3.30 iterated as in `docs/methods/isometric-model.md §A13`; see the
+    /// module doc for the stopping test. `should_stop` is the deadline, asked before every
+    /// Gauss–Newton iteration and inside every PCG. Allocates nothing.
     ///
     /// # Panics
     /// If the families differ in number or size from those given to
@@ -1037,7 +1037,7 @@ impl GaussNewtonProjection {
             if cg.indefinite || !cg.relative_residual.is_finite() {
                 report.linear_solve_failed = true;
             }
-            // x⁽ˢ⁺¹⁾ = x̂ − W Gᵀ z (METHODS-wang §7.4 step 1; x̂ = x̃, or x⁽ˢ⁾ in phase 2).
+            // x⁽ˢ⁺¹⁾ = x̂ − W Gᵀ z (Wang 2012 eq. 3.23, first row; x̂ = x̃, or x⁽ˢ⁾ in phase 2).
             op.scatter(z);
             let u = &*op.u;
             reduce::for_each_chunk(&mut *x, |first, chunk: &mut [DVec3]| {
@@ -1108,12 +1108,12 @@ impl GaussNewtonProjection {
     /// The diagonal model Hessian and target of this iteration (`w_eff`, `x_hat`).
     ///
     /// Gauss–Newton drops the constraint curvature `Σ_a λ_a ∇²C_a` from the Hessian of the
-    /// Lagrangian (METHODS-wang §6.2); the iteration `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z` then converges only
-    /// while that term is small against `M`, i.e. while `|λ_a| / ℓ_a ≲ m` on distance rows.
-    /// A hanging sheet breaks this: the top rows carry the weight of the sheet, `|λ|/(ℓ m)`
-    /// grows like the number of nodes below, and the iterates oscillate with growing strain.
-    /// **Choice** (not in the thesis): add the proximal term `½ ‖x − x⁽ˢ⁾‖²_Γ` with the diagonal
-    /// `Γ_v = Σ_{a ∋ v} 2|λ_a| / ℓ_a`, a Gershgorin upper bound of the curvature of the
+    /// Lagrangian (`docs/methods/isometric-model.md §A13`); the iteration `x⁽ˢ⁺¹⁾ = x̃ − W Gᵀ z`
+    /// then converges only while that term is small against `M`, i.e. while `|λ_a| / ℓ_a ≲ m` on
+    /// distance rows. A hanging sheet breaks this: the top rows carry the weight of the sheet,
+    /// `|λ|/(ℓ m)` grows like the number of nodes below, and the iterates oscillate with growing
+    /// strain. **Choice** (not in the thesis): add the proximal term `½ ‖x − x⁽ˢ⁾‖²_Γ` with the
+    /// diagonal `Γ_v = Σ_{a ∋ v} 2|λ_a| / ℓ_a`, a Gershgorin upper bound of the curvature of the
     /// distance rows at `v` (`∇²C_a = P_a/ℓ_a` on the pair, `P_a = I − u uᵀ`), with `λ` the
     /// warm start (previous iteration or step). The model Hessian `M + Γ` stays diagonal, so
     /// the step is the same solve with `w' = 1/(m + Γ)` and target
@@ -1233,7 +1233,7 @@ impl GaussNewtonProjection {
     /// at most twice per projection, so the set cannot cycle. In the fast-projection phase the
     /// set is frozen: its accumulated multipliers are not those of the step's problem (its
     /// target is the iterate, not `x̃`). **Choice** (not in the thesis,
-    /// whose eq. 3.26 is an equality, METHODS-wang §8.1): with equality rows the projection
+    /// whose eq. 3.26 is an equality): with equality rows the projection
     /// holds every vertex the collision stage moved at its collided height, so a stiff shell
     /// keeps the dent that stopping its lowest vertices made, and the bending energy of that
     /// dent comes back as a bounce (measured on shell-stiff: the total energy grew from
@@ -1286,7 +1286,7 @@ impl GaussNewtonProjection {
         out
     }
 
-    /// Largest scaled violation over the tested rows (METHODS-wang §11.3).
+    /// Largest scaled violation over the tested rows (`docs/methods/isometric-model.md §A15`).
     fn max_violation(
         &self,
         families: &[RowFamily<'_>],
@@ -1884,7 +1884,8 @@ mod tests {
             }
         }
         // SPD: the 33 edge rows on 14 free vertices of a perturbed (non-planar) grid are
-        // independent, the residual and soft rows have D > 0 (METHODS-wang §7.5).
+        // independent, the residual and soft rows have D > 0 (docs/methods/isometric-model.md
+        // §A12).
         let mat = faer::Mat::<f64>::from_fn(rows, rows, |r, c| k[r * rows + c]);
         let chol = mat.llt(faer::Side::Lower).expect("K is SPD");
         // PCG on the matrix-free K matches faer's direct solve.
@@ -1902,7 +1903,7 @@ mod tests {
         for i in 0..rows {
             assert!((z[i] - x_ref[(i, 0)]).abs() <= 1e-8 * scale, "row {i}");
         }
-        // The same with the IC(0) preconditioner of the assembled K (METHODS-wang §11.2):
+        // The same with the IC(0) preconditioner of the assembled K (isometric-model.md §A17):
         // same solution, fewer iterations.
         let mut ic = IncompleteCholesky::new(&csr);
         ic.factor(&csr);
@@ -2252,7 +2253,7 @@ mod tests {
     #[test]
     fn proximal_rows_and_curvature_majorizer_keep_the_fixed_point() {
         // RowRole::Proximal and the majorizer change the iteration, not its fixed point: the
-        // same positions as plain hard rows (METHODS-wang §7.6), on a net where plain
+        // same positions as plain hard rows (isometric-model.md §A13, §A14), on a net where plain
         // Gauss–Newton converges.
         let (x0, edges) = grid(6, 0.05, false);
         let set = EdgeLengths::new(&edges, &x0);
@@ -2408,7 +2409,8 @@ mod tests {
         let n = 8;
         // A net (no diagonals: like the red-node rows of Wang 2012 it does not lock), pinned at
         // two opposite corners. (Two pins joined by a straight row of edges at its rest length
-        // would make that row taut: a self-stress, rank-deficient hard rows, METHODS-wang §7.5.)
+        // would make that row taut: a self-stress, rank-deficient hard rows, isometric-model.md
+        // §A12.)
         let (x0, edges) = grid(n, 0.05, false);
         let set = EdgeLengths::new(&edges, &x0);
         let last = n * n - 1;

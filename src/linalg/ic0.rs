@@ -1,6 +1,6 @@
 //! Incomplete Cholesky IC(0) of a [`SymCsr`] on its own pattern: the preconditioner of
-//! METHODS-wang §11.2 for `K = G W Gᵀ + D` when Jacobi is too weak (the λ-block behaves like a
-//! graph Laplacian, and the conforming rows (3.3) couple rows two hops apart).
+//! `docs/methods/isometric-model.md §A17` for `K = G W Gᵀ + D` when Jacobi is too weak (the λ-block
+//! behaves like a graph Laplacian, and the conforming rows (3.3) couple rows two hops apart).
 //!
 //! `K ≈ L Lᵀ` with `L` lower triangular and the sparsity of the lower triangle of `K` (no
 //! fill-in). The pattern is copied once at creation ([`IncompleteCholesky::new`]);
@@ -10,13 +10,14 @@
 //!
 //! # Choices
 //!
-//! - Zero rows (`K_aa = 0`: a constraint whose vertices are all pinned, METHODS-wang §7.5) are
-//!   inert: their column of `L` is 0 and the preconditioner returns 0 there, as the Jacobi PCG
-//!   does.
+//! - Zero rows (`K_aa = 0`: a constraint whose vertices are all pinned,
+//!   `docs/methods/isometric-model.md §A12`) are inert: their column of `L` is 0 and the
+//!   preconditioner returns 0 there, as the Jacobi PCG does.
 //! - Breakdown (a pivot `≤ 1e-12 · K_aa`, possible for IC(0) even on SPD matrices, and near the
-//!   planar redundancy of METHODS-wang §3.4) restarts the factorisation of the shifted matrix
-//!   `K + α diag(K)` (Manteuffel's shift), `α = 10⁻⁴, 10⁻³, …`; a large enough shift makes the
-//!   matrix diagonally dominant, where IC(0) cannot break down. The shift used is reported.
+//!   planar redundancy of `docs/methods/isometric-model.md §A3`) restarts the factorisation of the
+//!   shifted matrix `K + α diag(K)` (Manteuffel's shift), `α = 10⁻⁴, 10⁻³, …`; a large enough shift
+//!   makes the matrix diagonally dominant, where IC(0) cannot break down. The shift used is
+//!   reported.
 #![deny(unsafe_code)]
 
 use super::csr::SymCsr;

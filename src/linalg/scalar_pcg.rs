@@ -83,8 +83,8 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// - Converged when `sqrt(r·P⁻¹r) <= tolerance · sqrt(b·P⁻¹b)` (`P = diag K`), measured on
 ///   `b` so a good warm start may converge in 0 iterations.
 /// - Rows with `K_aa <= 0` (a constraint whose vertices are all pinned: a zero row of `K`,
-///   Wang 2012 §7.5 of METHODS) are inert: their preconditioner is 0, their `b` must be 0
-///   (the caller masks it) and their `z` is left as given.
+///   `docs/methods/isometric-model.md §A12`) are inert: their preconditioner is 0, their `b` must
+///   be 0 (the caller masks it) and their `z` is left as given.
 /// - `should_stop(iterations)` is asked before each iteration (the frame deadline).
 /// - `p·Kp <= 0` stops with `indefinite`.
 ///
@@ -124,8 +124,8 @@ pub fn solve_scalar_pcg<O: SymOperator + ?Sized>(
 }
 
 /// PCG with any symmetric positive (semi)definite preconditioner `precond(r, s)`: `s = M⁻¹ r`
-/// (e.g. [`super::IncompleteCholesky::solve`], METHODS-wang §11.2), same contract as
-/// [`solve_scalar_pcg`] with `P = M`: convergence is `sqrt(r·M⁻¹r) <= tolerance ·
+/// (e.g. [`super::IncompleteCholesky::solve`], `docs/methods/isometric-model.md §A17`), same
+/// contract as [`solve_scalar_pcg`] with `P = M`: convergence is `sqrt(r·M⁻¹r) <= tolerance ·
 /// sqrt(b·M⁻¹b)`; inert rows must have `M⁻¹ = 0` there (`s_a = 0`). `precond` must be
 /// deterministic for the result to be.
 ///

@@ -1,5 +1,5 @@
 //! One step of 4:1 (midpoint) subdivision: the conforming simulation mesh of Wang 2012 (§3.1,
-//! Fig. 3.1; METHODS-wang §1).
+//! Fig. 3.1; `docs/methods/isometric-model.md §A1`).
 //!
 //! The subdivided mesh has `N = V + E` nodes: the **black** nodes `0..V` are the base vertices
 //! (same indices), the **red** node `V + e` sits at the midpoint of base edge `e` (edge order of
@@ -12,11 +12,11 @@
 //! | `4t+2` | `T_r = (r, m_rp, m_qr)`        |
 //! | `4t+3` | `T_m = (m_pq, m_qr, m_rp)` (the middle, "shaded" triangle kept rigid by Wang 2012 eq. 3.1) |
 //!
-//! All four children keep the parent's winding (METHODS-wang §1: each child of `(0,0), (1,0),
-//! (0,1)` has signed area `+1/8`). `m_pq, m_qr, m_rp` are the red nodes of the base triangle's edges
-//! `0, 1, 2` in [`Topology::triangle_edges`] order (edge `k` joins corners `k` and `k + 1`), which
-//! [`Subdivision::red_nodes`] returns. This is the child layout [`icosphere`]
-//! uses too.
+//! All four children keep the parent's winding (`docs/methods/isometric-model.md §A1`: each child
+//! of `(0,0), (1,0), (0,1)` has signed area `+1/8`). `m_pq, m_qr, m_rp` are the red nodes of the
+//! base triangle's edges `0, 1, 2` in [`Topology::triangle_edges`] order (edge `k` joins corners
+//! `k` and `k + 1`), which [`Subdivision::red_nodes`] returns. This is the child layout
+//! [`icosphere`] uses too.
 //!
 //! Per-corner material coordinates are carried: a child corner at a black node copies the parent
 //! corner's uv, one at a red node takes the midpoint of the parent's two corner uvs on that edge,
@@ -151,9 +151,9 @@ impl Subdivision {
     }
 
     /// The lumped area of every node, m²: one third of the rest area of each incident
-    /// *subdivided* triangle, summed (METHODS-wang §0 **choice** for node masses; the thesis says
-    /// every node is a dynamic particle but not how its mass is obtained). Node mass = areal
-    /// density × this. The areas sum to the rest surface area.
+    /// *subdivided* triangle, summed (**choice** for node masses, `docs/methods/isometric-model.md
+    /// §A1`; Wang 2012 §3.1.1 says every node is a dynamic particle but not how its mass is
+    /// obtained). Node mass = areal density × this. The areas sum to the rest surface area.
     ///
     /// # Panics
     /// If `rest.len() != num_nodes()`.
@@ -183,7 +183,7 @@ impl Subdivision {
     }
 }
 
-/// Subdivides `base` 4:1 (Wang 2012 §3.1, METHODS-wang §1); `topo` must be `Topology::build(base)`.
+/// Subdivides `base` 4:1 (Wang 2012 §3.1, Fig. 3.1); `topo` must be `Topology::build(base)`.
 ///
 /// Errors ([`MeshError::InvalidParameter`]): `topo` does not describe `base` (vertex or triangle
 /// count differs, or a triangle's edges disagree with the edge table); `V + E` nodes or `4F`

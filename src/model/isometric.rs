@@ -1,5 +1,5 @@
-//! The constraint families of Wang 2012's isometric cloth on the 4:1 subdivided mesh (§3.1.1–3.1.2,
-//! METHODS-wang §2–3): inextensibility (eq. 3.1), conforming (eq. 3.3) and boundary (eq. 3.4)
+//! The constraint families of Wang 2012's isometric cloth on the 4:1 subdivided mesh
+//! (§3.1.1–3.1.2): inextensibility (eq. 3.1), conforming (eq. 3.3) and boundary (eq. 3.4)
 //! constraints, gathered in one [`IsometricConstraints`] that implements [`ConstraintSet`].
 //!
 //! # Nodes and rows
@@ -19,26 +19,27 @@
 //! [`IsometricConstraints::boundary_vertices`].
 //!
 //! `E_t(k) = x_a + x_b − x_c` is the extrapolation of vertex `k` from triangle `t`: `a`, `b` the red
-//! nodes of the two base edges through `k`, `c` the red node of the edge opposite (METHODS-wang
-//! §3.1). It is an affine combination (weights `1 + 1 − 1`), so it reproduces `k` whenever the red
-//! nodes are the midpoints of any affine image of the rest triangle.
+//! nodes of the two base edges through `k`, `c` the red node of the edge opposite (the summand
+//! of eq. 3.3). It is an affine combination (weights `1 + 1 − 1`), so it reproduces `k` whenever
+//! the red nodes are the midpoints of any affine image of the rest triangle
+//! (`docs/methods/isometric-model.md §A2`).
 //!
-//! # Choices (METHODS-wang)
+//! # Choices (`docs/methods/isometric-model.md` §A4, §A5)
 //!
-//! - `d_ij` is measured in the rest configuration handed to [`IsometricConstraints::new`] (METHODS
-//!   §2: the flat pattern for cloth, the rest 3D mesh for shells); with exact midpoints it is half
-//!   the rest length of the base edge opposite the pair.
-//! - (3.2) is printed without `− x_j`; the gradient used is `±(x_i − x_j)/‖x_i − x_j‖` (METHODS #4).
-//! - (3.4) is read with the brackets restored: `E_{t1}(k) − E_{t2}(k)` (METHODS #5). `t1`, `t2` are
+//! - `d_ij` is measured in the rest configuration handed to [`IsometricConstraints::new`] (the
+//!   flat pattern for cloth, the rest 3D mesh for shells); with exact midpoints it is half the rest
+//!   length of the base edge opposite the pair.
+//! - (3.2) is printed without `− x_j`; the gradient used is `±(x_i − x_j)/‖x_i − x_j‖` (§A4).
+//! - (3.4) is read with the brackets restored: `E_{t1}(k) − E_{t2}(k)` (§A5). `t1`, `t2` are
 //!   the triangles of the two boundary edges at `k`, `t1` that of the boundary edge whose other end
 //!   has the smaller index. For `m_k = 2` the shared interior edge cancels out of the stencil.
 //!   Corners with `m_k = 1` get no boundary row (eq. 3.3 already pins them to `E_t(k)`), and interior
 //!   triangles of a `m_k ≥ 3` boundary vertex get none either (Fig. 3.2, vertex B).
-//! - Boundary vertices with more than two boundary edges (non-manifold vertices) are rejected, as
-//!   METHODS §3.3 advises: (3.4) has no reading for them.
+//! - Boundary vertices with more than two boundary edges (non-manifold vertices) are rejected:
+//!   (3.4) has no reading for them (§A5).
 //! - Coincident nodes: a (3.1) row whose two nodes coincide gets a zero gradient (no direction).
 //!
-//! # Degrees of freedom (METHODS-wang §3.4, made exact)
+//! # Degrees of freedom (Wang 2012 §3.1.1, made exact: `docs/methods/isometric-model.md §A3`)
 //!
 //! With `N = V + E` nodes, `3N` coordinates and `3F + 3V + 3B₂` rows, the count is
 //! `3N − rows = 3(E − F − B₂) = 3(V − χ − B₂)` by Euler's `V − E + F = χ`. For a disc (`χ = 1`) that
@@ -46,7 +47,7 @@
 //! `3(V − 2)`: the same order as an unconstrained mesh of the base vertices, which is the thesis's
 //! non-locking argument (`12V − 6V − 3V = 3V` for large meshes). The count is exact when the rows
 //! are independent, which the tests check at generic (non-planar) states; at exactly planar states
-//! the three families are redundant (METHODS §3.4), a singularity the solver must regularise.
+//! the three families are redundant (§A3), a singularity the solver must regularise.
 //!
 //! # Cost
 //!
@@ -120,8 +121,8 @@ pub enum Family {
     Boundary,
 }
 
-/// Maximum strain of the base (original) mesh edges, measured two ways (METHODS-wang §10: the
-/// thesis's Fig. 4.2 does not define it, so both are reported).
+/// Maximum strain of the base (original) mesh edges, measured two ways (Wang 2012 Fig. 4.2 does
+/// not define it, so both are reported: `docs/methods/isometric-model.md §A16`).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct BaseEdgeStrain {
     /// `max |(‖x_p − x_m‖ + ‖x_m − x_q‖)/ℓ_pq − 1|`, through the edge's red node `m`.
@@ -130,7 +131,7 @@ pub struct BaseEdgeStrain {
     pub end_to_end: f64,
 }
 
-/// The linear stencil of one extrapolation `E_t(k) = x_a + x_b − x_c` (METHODS-wang §3.1):
+/// The linear stencil of one extrapolation `E_t(k) = x_a + x_b − x_c` (Wang 2012 eq. 3.3):
 /// `[(a, 1), (b, 1), (c, −1)]`, where `corner` is the position of `k` in base triangle `t`.
 fn extrapolation_stencil(sub: &Subdivision, t: usize, corner: usize) -> [(u32, f64); 3] {
     let red = sub.red_nodes(t);
@@ -144,7 +145,7 @@ fn extrapolation_stencil(sub: &Subdivision, t: usize, corner: usize) -> [(u32, f
 }
 
 /// `E_t(k) = x_a + x_b − x_c`: the position of vertex `base_triangles()[t][corner]` extrapolated
-/// from the red nodes of base triangle `t` (Wang 2012 eq. 3.3, the summand; METHODS-wang §3.1).
+/// from the red nodes of base triangle `t` (Wang 2012 eq. 3.3, the summand).
 ///
 /// `x` holds the positions of all nodes of `sub`.
 ///
@@ -383,7 +384,7 @@ impl IsometricConstraints {
     }
 
     /// Whether the gradients of row `row` depend on `x`: only the inextensibility rows (eq. 3.1) do;
-    /// conforming and boundary rows are linear with constant gradients (METHODS-wang §3.2–3.3).
+    /// conforming and boundary rows are linear with constant gradients (Wang 2012 eq. 3.3, 3.4).
     #[must_use]
     pub fn is_nonlinear(&self, row: usize) -> bool {
         row < self.pairs.len()
@@ -421,7 +422,7 @@ impl IsometricConstraints {
     }
 
     /// `max |‖x_i − x_j‖/d_ij − 1|` over the inextensibility pairs: the Gauss–Newton stopping
-    /// test of METHODS-wang §11.3 (the strain of §2). 0 when there are no rows.
+    /// test (`docs/methods/isometric-model.md §A15`; the strain of §A4). 0 when there are no rows.
     #[must_use]
     pub fn max_strain(&self, x: &[DVec3]) -> f64 {
         self.pairs
@@ -431,7 +432,7 @@ impl IsometricConstraints {
             .fold(0.0, f64::max)
     }
 
-    /// One stopping-test length per row (METHODS-wang §11.3, made to cover every hard row): `d_ij`
+    /// One stopping-test length per row (`docs/methods/isometric-model.md §A15`): `d_ij`
     /// for an inextensibility row, so `|C|/d_ij` is its strain; `ℓ_min`, the shortest rest red–red
     /// distance, for the conforming (eq. 3.3) and boundary (eq. 3.4) rows, whose values are
     /// displacements in metres. **Choice**: the thesis tests only the strain; a linear row left out
@@ -457,14 +458,14 @@ impl IsometricConstraints {
     /// `(J W Jᵀ)_aa = w_i + w_j`), `beta[1]` on the (3.3) rows and `beta[2]` on the (3.4) rows
     /// (`Σ_l w_l c_l²` over the stencil `(l, c_l)`).
     ///
-    /// This is METHODS-wang §9.3's `D = β w_p` generalised from one-node contact rows (where
+    /// This is the `D = β w_p` of one-node contact rows (Wang 2012 eq. 3.30) generalised (where
     /// `(J W Jᵀ)_aa = w_p`) to stencil rows: dimensionless `β`, independent of density and
     /// resolution, `K_aa = (1 + β)(J W Jᵀ)_aa`, and the eigenvalues of the Jacobi-scaled `K`
     /// are bounded below by about `β / (1 + β)` on the constraint rows whatever the redundancy
-    /// of METHODS-wang §3.4. Rows whose nodes are all pinned get 0 (the solver drops them,
-    /// §7.5). Used as a compliance ([`RowRole::PerRow`]) the row keeps a violation `D λ`; used
-    /// as a proximal weight ([`RowRole::Proximal`]) it is hard at convergence. Allocates
-    /// nothing.
+    /// of the rows (`docs/methods/isometric-model.md §A14`, §A3). Rows whose nodes are all pinned
+    /// get 0 (the solver drops them, §A12). Used as a compliance ([`RowRole::PerRow`]) the row
+    /// keeps a violation `D λ`; used as a proximal weight ([`RowRole::Proximal`]) it is hard at
+    /// convergence. Allocates nothing.
     ///
     /// [`RowRole::PerRow`]: crate::integrate::projection::RowRole::PerRow
     /// [`RowRole::Proximal`]: crate::integrate::projection::RowRole::Proximal
@@ -490,8 +491,9 @@ impl IsometricConstraints {
         }
     }
 
-    /// Maximum strain of the base mesh edges, through the red node and end to end (METHODS-wang
-    /// §10, Wang 2012 Fig. 4.2). Base edges of zero rest length are skipped.
+    /// Maximum strain of the base mesh edges, through the red node and end to end (Wang 2012
+    /// Fig. 4.2; `docs/methods/isometric-model.md §A16`). Base edges of zero rest length are
+    /// skipped.
     #[must_use]
     pub fn max_base_edge_strain(&self, x: &[DVec3]) -> BaseEdgeStrain {
         let mut s = BaseEdgeStrain::default();
@@ -514,8 +516,8 @@ impl IsometricConstraints {
     }
 
     /// Writes only the `x`-dependent gradients, those of the inextensibility rows (Wang 2012 eq. 3.2
-    /// corrected, METHODS-wang §2), into `g[..2 · count(Inextensibility)]` and leaves the rest of
-    /// `g` alone.
+    /// corrected, `docs/methods/isometric-model.md §A4`), into `g[..2 · count(Inextensibility)]`
+    /// and leaves the rest of `g` alone.
     ///
     /// The conforming and boundary gradients are constant (eq. 3.3, 3.4 are linear), and make up
     /// most of the stencil entries (about 80% on a grid). A solver that keeps its gradient buffer
@@ -585,8 +587,9 @@ impl ConstraintSet for IsometricConstraints {
         self.evaluate_linear(x, c_lin);
     }
 
-    /// Wang 2012 eq. 3.2 corrected (METHODS-wang §2: `±(x_i − x_j)/‖x_i − x_j‖`) for the
-    /// inextensibility rows; the constant linear-row gradients copied for eq. 3.3 and 3.4.
+    /// Wang 2012 eq. 3.2 corrected (`docs/methods/isometric-model.md §A4`:
+    /// `±(x_i − x_j)/‖x_i − x_j‖`) for the inextensibility rows; the constant linear-row gradients
+    /// copied for eq. 3.3 and 3.4.
     ///
     /// # Panics
     /// If `g.len() != stencil_vertices().len()` or `x` is shorter than
@@ -602,14 +605,15 @@ impl ConstraintSet for IsometricConstraints {
     }
 
     /// The base-edge strain through the red node, `(‖x_p − x_m‖ + ‖x_m − x_q‖)/ℓ_pq − 1` in
-    /// absolute value (Wang 2012 Fig. 4.2; METHODS-wang §10 reports both measures, this is the
-    /// larger when stretched). **Choice**: the rows of eq. 3.1 hold the middle triangles, and the
-    /// black nodes follow the mean extrapolation of eq. 3.3, so a base edge's half through its
-    /// black node can stretch while every (3.1) row is within the tolerance: measured on the
-    /// hanging sheet settled at rest, 0.1 % on the (3.1) rows gave 0.11–0.23 % on the base edges.
-    /// With this in the stopping test, "converged" means the edges a user sees are within the
-    /// strain tolerance. In a fold one element wide the extrapolations of a black node's triangles
-    /// disagree by O((κh)²) whatever the rows do; there the projection runs to its cap and says so.
+    /// absolute value (Wang 2012 Fig. 4.2; `docs/methods/isometric-model.md §A16`: of the two
+    /// readings, this is the larger when stretched). **Choice**: the rows of eq. 3.1 hold the
+    /// middle triangles, and the black nodes follow the mean extrapolation of eq. 3.3, so a base
+    /// edge's half through its black node can stretch while every (3.1) row is within the
+    /// tolerance: measured on the hanging sheet settled at rest, 0.1 % on the (3.1) rows gave
+    /// 0.11–0.23 % on the base edges. With this in the stopping test, "converged" means the edges a
+    /// user sees are within the strain tolerance. In a fold one element wide the extrapolations of
+    /// a black node's triangles disagree by O((κh)²) whatever the rows do; there the projection
+    /// runs to its cap and says so.
     fn monitored_strain(&self, x: &[DVec3]) -> f64 {
         self.max_base_edge_strain(x).through_midpoint
     }
@@ -746,9 +750,9 @@ mod tests {
 
     #[test]
     fn rows_are_independent_at_generic_states_and_redundant_when_flat() {
-        // METHODS-wang §3.4: on a 4 × 4-cell regular grid, (3.1)+(3.3)+(3.4) have 213 rows, rank
-        // 198 when flat and full rank after a generic out-of-plane perturbation; (3.1)+(3.3)
-        // alone are full rank even when flat.
+        // docs/methods/isometric-model.md §A3: on a 4 × 4-cell regular grid, (3.1)+(3.3)+(3.4) have
+        // 213 rows, rank 198 when flat and full rank after a generic out-of-plane perturbation;
+        // (3.1)+(3.3) alone are full rank even when flat.
         let mut rng = SplitMix64::new(7);
         let (_, rest, c) = build(&grid_mesh(5, 5, Diagonals::Regular));
         assert_eq!(c.len(), 213);
@@ -795,8 +799,8 @@ mod tests {
 
     #[test]
     fn extrapolation_reproduces_affine_images() {
-        // METHODS-wang §3.1 claim: E_t(k) is exactly φ(X_k) for any affine φ, so (3.3) and (3.4)
-        // vanish on affine images of the rest mesh while (3.1) in general does not.
+        // docs/methods/isometric-model.md §A2: E_t(k) is exactly φ(X_k) for any affine φ, so (3.3)
+        // and (3.4) vanish on affine images of the rest mesh while (3.1) in general does not.
         let mut rng = SplitMix64::new(3);
         for (base, _) in test_meshes() {
             let (sub, _, c) = build(&base);

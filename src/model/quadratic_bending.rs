@@ -1,5 +1,6 @@
 //! Quadratic (Crouzeix–Raviart) bending on the red nodes with rest curvature and a per-step frozen
-//! rotation: Wang 2012 eq. 3.5, 3.7, 3.8 (METHODS-wang §4–5).
+//! rotation: Wang 2012 eq. 3.5, 3.7, 3.8 (§3.2.1); what weft adds is in
+//! `docs/methods/isometric-model.md` §A6–§A10.
 //!
 //! # The energy
 //!
@@ -11,19 +12,20 @@
 //!
 //! - `L` (eq. 3.7) is the Crouzeix–Raviart stiffness matrix on the base mesh: for red nodes
 //!   `i ≠ j` of one base triangle `L_ij = −2 cot θ_ij`, `θ_ij` the base triangle's angle between the
-//!   two edges (METHODS-wang §4.1, Fig. 3.3); `L_ii = −Σ_{j≠i} L_ij`. The middle triangle is similar
-//!   to its base triangle, rotated by π, so `θ_ij` is also the middle triangle's angle at its third
-//!   red node: `L` is assembled from the rest red-node positions alone (exactly the same numbers
-//!   when red nodes are rest midpoints). Every row sums to zero; `L` is symmetric PSD.
-//! - `M_cr` is the exact CR mass, which is diagonal: `(M_cr)_ii = ⅓ Σ_{T ∋ e_i} A_T` (METHODS #9;
+//!   two edges (Wang 2012 Fig. 3.3; entries derived in `docs/methods/isometric-model.md §A7`);
+//!   `L_ii = −Σ_{j≠i} L_ij`. The middle triangle is similar to its base triangle, rotated by π, so
+//!   `θ_ij` is also the middle triangle's angle at its third red node: `L` is assembled from the
+//!   rest red-node positions alone (exactly the same numbers when red nodes are rest midpoints).
+//!   Every row sums to zero; `L` is symmetric PSD.
+//! - `M_cr` is the exact CR mass, which is diagonal: `(M_cr)_ii = ⅓ Σ_{T ∋ e_i} A_T` (§A7;
 //!   lumping loses nothing). `A_T` is four times the rest middle-triangle area.
-//! - `δ = L y⁰` is the rest curvature. **Choice** (METHODS-wang §4.2, ambiguity #10): the
+//! - `δ = L y⁰` is the rest curvature. **Choice** (`docs/methods/isometric-model.md §A8`): the
 //!   rest-curvature form is used for flat cloth too, because `(L y⁰)_i = ℓ_i ν_i ≠ 0` on boundary
 //!   red nodes of a flat sheet; with `δ = L y⁰` the flat sheet at rest has zero energy.
 //! - `L` and `M_cr` use rest angles and areas and are never rebuilt; while the inextensibility
 //!   constraints hold they are exact (each middle triangle is rigid).
 //!
-//! # The frozen rotation T (METHODS-wang §5, ambiguity #11)
+//! # The frozen rotation T (Wang 2012 eq. 3.8; `docs/methods/isometric-model.md §A9`)
 //!
 //! The thesis only says `T` is "the average rotation". **Choice:** per red node, the best-fit
 //! rotation of its red 1-ring (the other red nodes of the one or two base triangles containing it)
@@ -37,7 +39,7 @@
 //! solved by Horn's quaternion method (the unit eigenvector of the largest eigenvalue of a
 //! symmetric 4×4 matrix, found by cyclic Jacobi rotations): always a proper rotation, no SVD, no
 //! reflection fix-up. When the fit is not unique (a 1-ring crushed to a line or a point: the top
-//! two eigenvalues coincide) the previous step's `R_i` is kept (METHODS §5 advice). Horn's Jacobi
+//! two eigenvalues coincide) the previous step's `R_i` is kept (§A9). Horn's Jacobi
 //! solve costs microseconds per red node, so each step first runs a few Newton steps on `SO(3)`
 //! from the previous step's `R_i` (quadratic convergence, a few hundred flops) and falls back to
 //! Horn only when Newton is not safely converging; both give the same maximiser to round-off. Under a rigid
@@ -48,8 +50,8 @@
 //! is constant for the whole run ([`QuadraticBending::hessian_operator`] holds `L M_cr⁻¹ L`), and
 //! only the linear term `k_b L M_cr⁻¹ T δ` changes, once per step.
 //!
-//! Black nodes carry no bending term (METHODS ambiguity #7): they follow the red nodes through the
-//! conforming constraints.
+//! Black nodes carry no bending term (`docs/methods/isometric-model.md §A6`): they follow the red
+//! nodes through the conforming constraints.
 //!
 //! Everything is allocated at construction; `energy`, `gradient`, `residual` are allocation-free
 //! pure functions of `x`, and `freeze_rotation` writes only preallocated storage.
@@ -245,7 +247,7 @@ fn cross_covariance(p: impl Iterator<Item = (DVec3, DVec3)>) -> DMat3 {
 /// is not unique (the two largest eigenvalues of Horn's matrix coincide to round-off: the points
 /// span less than a plane, or there are none).
 ///
-/// Used for the frozen rotation `T` of Wang 2012 eq. 3.8 (METHODS-wang §5).
+/// Used for the frozen rotation `T` of Wang 2012 eq. 3.8 (`docs/methods/isometric-model.md §A9`).
 #[must_use]
 pub fn best_fit_rotation(p: impl Iterator<Item = (DVec3, DVec3)>) -> Option<DMat3> {
     horn_rotation(&cross_covariance(p))
@@ -472,8 +474,9 @@ impl QuadraticBending {
     }
 
     /// Freezes `T` for a step: fits `R_i` for every red node from the rest 1-ring to `x_tilde`
-    /// (module doc; Wang 2012 eq. 3.8 with `T(x̃)`, METHODS-wang §5), keeping the previous `R_i`
-    /// where the fit is not unique, and updates `T δ` and the gradient's linear term.
+    /// (module doc; Wang 2012 eq. 3.8 with `T(x̃)`, `docs/methods/isometric-model.md §A9`), keeping
+    /// the previous `R_i` where the fit is not unique, and updates `T δ` and the gradient's linear
+    /// term.
     ///
     /// # Panics
     /// If `x_tilde` is shorter than the subdivided mesh's node count.
@@ -525,15 +528,17 @@ impl QuadraticBending {
         &self.laplacian
     }
 
-    /// The diagonal CR mass `(M_cr)_ii`, m² (Wang 2012 eq. 3.7, METHODS-wang §4.1).
+    /// The diagonal CR mass `(M_cr)_ii`, m² (Wang 2012 eq. 3.7,
+    /// `docs/methods/isometric-model.md §A7`).
     #[must_use]
     pub fn cr_mass(&self) -> &[f64] {
         &self.mass
     }
 
     /// `L M_cr⁻¹ L` over red nodes: the bending Hessian divided by `k_b`,
-    /// `∇²B = k_b S_Rᵀ (L M_cr⁻¹ L ⊗ I₃) S_R`, constant for the run (METHODS-wang §5). Pattern: red
-    /// nodes at most two triangle hops apart, symmetric, rows sum to zero.
+    /// `∇²B = k_b S_Rᵀ (L M_cr⁻¹ L ⊗ I₃) S_R`, constant for the run
+    /// (`docs/methods/isometric-model.md §A9`). Pattern: red nodes at most two triangle hops apart,
+    /// symmetric, rows sum to zero.
     #[must_use]
     pub fn hessian_operator(&self) -> &CsrMatrix {
         &self.operator
@@ -584,7 +589,8 @@ impl QuadraticBending {
     }
 
     /// `out = ∇B(x)` with the frozen `T`, N: `k_b (L M_cr⁻¹ L) y − k_b L M_cr⁻¹ T δ` on red nodes, 0
-    /// on black nodes (METHODS-wang §4: the gradient of (3.5)/(3.8), not the printed (3.6)).
+    /// on black nodes (`docs/methods/isometric-model.md §A6`: the gradient of (3.5)/(3.8), not the
+    /// printed (3.6)).
     ///
     /// # Panics
     /// If `out.len()` differs from `x.len()` or from the node count.
@@ -605,8 +611,8 @@ impl QuadraticBending {
     }
 
     /// The Gauss–Newton bending residual `r_B = h √k_b M_cr^{-1/2} (L y − T δ)`, one 3-vector per red
-    /// node (METHODS-wang §7.1, eq. 3.19 corrected), so that `½‖r_B‖² = h² B(x)`. Under BDF2 pass
-    /// `h = 2h/3` (METHODS-wang §8.4).
+    /// node (Wang 2012 eq. 3.19 corrected, `docs/methods/isometric-model.md §A10`), so that
+    /// `½‖r_B‖² = h² B(x)`. Under BDF2 pass `h = 2h/3` (§A11).
     ///
     /// # Panics
     /// If `out.len()` is not the red-node count or `x` is shorter than the node count.
@@ -713,8 +719,8 @@ mod tests {
 
     #[test]
     fn flat_configurations_give_zero_interior_rows_and_boundary_normals() {
-        // METHODS-wang §4.2: for any linear (affine) image of a flat rest mesh, (L y)_i = 0 at
-        // interior red nodes, and at rest (L y⁰)_i = ℓ_i ν_i on boundary red nodes.
+        // docs/methods/isometric-model.md §A8: for any linear (affine) image of a flat rest mesh,
+        // (L y)_i = 0 at interior red nodes, and at rest (L y⁰)_i = ℓ_i ν_i on boundary red nodes.
         let mut rng = SplitMix64::new(21);
         for d in [Diagonals::Regular, Diagonals::Alternating] {
             let base = grid_mesh(5, 4, d);
@@ -958,8 +964,8 @@ mod tests {
 
     #[test]
     fn freeze_rotation_keeps_the_previous_rotation_where_the_fit_is_not_unique() {
-        // METHODS-wang §5 advice: a crushed 1-ring (here: everything on one line) has no unique
-        // best-fit rotation, so the previous step's R_i is reused.
+        // docs/methods/isometric-model.md §A9: a crushed 1-ring (here: everything on one line) has
+        // no unique best-fit rotation, so the previous step's R_i is reused.
         let base = grid_mesh(4, 4, Diagonals::Alternating);
         let (_, rest, mut b) = build(&base, 1.0);
         let r = DMat3::from_axis_angle(DVec3::new(1.0, 2.0, 0.5).normalize(), 0.7);
