@@ -1023,6 +1023,7 @@ impl weft_cloth_desc {
     pub(crate) fn default_desc() -> Self {
         let c = CollisionSettings::default();
         let sl = StrainLimit::default();
+        let bw = BwSettings::default();
         Self {
             size: std::mem::size_of::<Self>() as u32,
             vertex_count: 0,
@@ -1037,16 +1038,17 @@ impl weft_cloth_desc {
             air_damping: 0.0,
             initial_velocity: [0.0; 3],
             model: WEFT_MODEL_BARAFF_WITKIN,
+            // The Rust API's material (`BwSettings::default()`), as the scene format's.
             material: weft_material {
-                stretch_u: 1000.0,
-                stretch_v: 1000.0,
-                shear: 100.0,
-                bend: 1e-5,
-                stretch_damping: 0.002,
-                shear_damping: 0.002,
-                bend_damping: 0.002,
-                rest_stretch_u: 1.0,
-                rest_stretch_v: 1.0,
+                stretch_u: bw.membrane.stretch_u,
+                stretch_v: bw.membrane.stretch_v,
+                shear: bw.membrane.shear,
+                bend: bw.bend.stiffness,
+                stretch_damping: bw.membrane.stretch_damping,
+                shear_damping: bw.membrane.shear_damping,
+                bend_damping: bw.bend.damping,
+                rest_stretch_u: bw.membrane.rest_stretch_u,
+                rest_stretch_v: bw.membrane.rest_stretch_v,
             },
             baraff_witkin: weft_bw_settings {
                 rest_angles: WEFT_REST_ANGLES_FLAT,

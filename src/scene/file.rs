@@ -5,6 +5,8 @@
 
 use serde::Deserialize;
 
+use crate::integrate::implicit_euler::BwSettings;
+
 /// A whole scene file.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -673,20 +675,23 @@ impl Default for MaterialSection {
     }
 }
 
+// The material defaults are the Rust API's (`BwSettings::default()`), so a scene file, a C
+// descriptor and a `ClothDesc` built in Rust start from the same cloth.
 fn default_stretch() -> f64 {
-    1000.0
+    BwSettings::default().membrane.stretch_u
 }
 fn default_shear() -> f64 {
-    100.0
+    BwSettings::default().membrane.shear
 }
 fn default_bend() -> f64 {
-    1e-5
+    BwSettings::default().bend.stiffness
 }
 fn default_damping() -> f64 {
-    0.002
+    BwSettings::default().membrane.stretch_damping
 }
 fn default_rest_stretch() -> [f64; 2] {
-    [1.0, 1.0]
+    let m = BwSettings::default().membrane;
+    [m.rest_stretch_u, m.rest_stretch_v]
 }
 
 /// Hinge rest angles.
