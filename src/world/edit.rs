@@ -169,17 +169,7 @@ impl World {
                 c.obstacle -= 1;
             }
         }
-        for c in &mut self.cloths {
-            c.collision
-                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
-            if let Some(iso) = c.isometric.as_mut() {
-                iso.collision_mut()
-                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-                iso.collision_mut()
-                    .set_obstacle_thickness(&self.obstacle_thickness);
-            }
-        }
+        self.share_obstacles_with_cloths();
     }
 
     /// Forgets the keyframe track of a removed body and moves the tracks of

@@ -277,17 +277,7 @@ impl World {
         self.obstacle_analytic.resize(offset + n, false);
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
-        for c in &mut self.cloths {
-            c.collision
-                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
-            if let Some(iso) = c.isometric.as_mut() {
-                iso.collision_mut()
-                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-                iso.collision_mut()
-                    .set_obstacle_thickness(&self.obstacle_thickness);
-            }
-        }
+        self.share_obstacles_with_cloths();
         Ok(self.obstacles.len() - 1)
     }
 
@@ -390,6 +380,22 @@ impl World {
         self.tracks.retain(|(b, _)| *b != body);
         self.tracks.push((body, track));
         Ok(())
+    }
+
+    /// Hands every cloth's collision stage (and an isometric cloth's own) the world's
+    /// obstacle soup and its per-vertex thickness, after the soup changed.
+    fn share_obstacles_with_cloths(&mut self) {
+        for c in &mut self.cloths {
+            c.collision
+                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
+            if let Some(iso) = c.isometric.as_mut() {
+                iso.collision_mut()
+                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+                iso.collision_mut()
+                    .set_obstacle_thickness(&self.obstacle_thickness);
+            }
+        }
     }
 
     /// Sets this frame's velocities of every keyframed body: those reaching
