@@ -226,12 +226,7 @@ fn last_resort_zone_stops_at_the_obstacle_it_hits() {
     let obstacles = ObstacleMeshes {
         x0: &floor,
         x1: &floor,
-        friction: &[],
-        analytic: &[],
-        colliders: &[],
-        collider_vertices: &[],
-        s0: 0.0,
-        s1: 1.0,
+        ..ObstacleMeshes::NONE
     };
     let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
     assert!(stats.last_resort, "{stats:?}");
@@ -310,12 +305,7 @@ fn last_resort_gives_way_between_bodies_that_move_differently() {
     let obstacles = ObstacleMeshes {
         x0: &soup,
         x1: &soup_end,
-        friction: &[],
-        analytic: &[],
-        colliders: &[],
-        collider_vertices: &[],
-        s0: 0.0,
-        s1: 1.0,
+        ..ObstacleMeshes::NONE
     };
     let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
     assert!(stats.last_resort && stats.last_resort_gave_way, "{stats:?}");
@@ -360,16 +350,7 @@ fn last_resort_that_cannot_clear_its_hits_stops_the_cloth() {
     let mass = vec![0.01f32; x.len()];
     let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
     let mut v = vec![Vec3::new(1.0, 0.0, 0.0); x.len()];
-    let obstacles = ObstacleMeshes {
-        x0: &[],
-        x1: &[],
-        friction: &[],
-        analytic: &[],
-        colliders: &[],
-        collider_vertices: &[],
-        s0: 0.0,
-        s1: 1.0,
-    };
+    let obstacles = ObstacleMeshes::NONE;
     let stats = cc.resolve(&settings, 0.01, &x, &mut v, &mass, &inv_mass, &obstacles);
     assert!(stats.last_resort, "{stats:?}");
     assert!(stats.last_resort_stopped, "{stats:?}");
@@ -578,12 +559,10 @@ fn curved_collider_tessellation_is_left_out_of_the_proximity_search() {
         let obstacles = ObstacleMeshes {
             x0: &ball.positions,
             x1: &ball.positions,
-            friction: &[],
             analytic,
             colliders,
             collider_vertices: &[[0, ball.positions.len() as u32]],
-            s0: 0.0,
-            s1: 1.0,
+            ..ObstacleMeshes::NONE
         };
         let stats = cc.resolve(&settings, h, &x, &mut v, &mass, &inv_mass, &obstacles);
         (v, stats.proximity_pairs)
