@@ -56,6 +56,8 @@
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
+use crate::mesh::VertexEdges;
+
 /// Vertices per chunk: the unit of parallel work and of the fixed summation order.
 pub const CHUNK: usize = 256;
 
@@ -88,8 +90,7 @@ struct System<'a> {
     strength: f64,
     mass: &'a [f32],
     inv_mass: &'a [f32],
-    adjacency_start: &'a [u32],
-    neighbours: &'a [u32],
+    adjacency: &'a VertexEdges,
 }
 
 impl System<'_> {
@@ -102,7 +103,7 @@ impl System<'_> {
     /// The neighbours of vertex `k`.
     #[inline]
     fn neighbours(&self, k: usize) -> &[u32] {
-        &self.neighbours[self.adjacency_start[k] as usize..self.adjacency_start[k + 1] as usize]
+        self.adjacency.neighbors(k)
     }
 
     /// `s Σ_j μ_ij (u_i − u_j)` for free vertex `i`, with `u_j` of a pinned neighbour given by `pinned`.
@@ -175,10 +176,8 @@ fn sum_chunks<T: Send, F: Fn(usize, &mut [T]) -> DVec3 + Sync>(
 /// in [`VelocitySmoother::new`].
 #[derive(Clone, Debug)]
 pub struct VelocitySmoother {
-    /// CSR offsets into `neighbours`, one per vertex plus one.
-    adjacency_start: Vec<u32>,
-    /// Neighbour vertex of each vertex, in ascending edge order.
-    neighbours: Vec<u32>,
+    /// Each vertex's neighbours, in ascending edge order.
+    adjacency: VertexEdges,
     /// Number of edges the adjacency was built from.
     num_edges: usize,
     /// CG iterate, residual and `A p`.
@@ -208,25 +207,8 @@ impl VelocitySmoother {
                  ({num_vertices} vertices)"
             );
         }
-        let mut adjacency_start = vec![0u32; num_vertices + 1];
-        for &[i, j] in edges {
-            adjacency_start[i as usize + 1] += 1;
-            adjacency_start[j as usize + 1] += 1;
-        }
-        for k in 0..num_vertices {
-            adjacency_start[k + 1] += adjacency_start[k];
-        }
-        let mut fill: Vec<u32> = adjacency_start[..num_vertices].to_vec();
-        let mut neighbours = vec![0u32; 2 * edges.len()];
-        for &[i, j] in edges {
-            neighbours[fill[i as usize] as usize] = j;
-            fill[i as usize] += 1;
-            neighbours[fill[j as usize] as usize] = i;
-            fill[j as usize] += 1;
-        }
         Self {
-            adjacency_start,
-            neighbours,
+            adjacency: VertexEdges::build(num_vertices, edges),
             num_edges: edges.len(),
             rows: vec![Row::default(); num_vertices],
             p: vec![DVec3::ZERO; num_vertices],
@@ -275,8 +257,7 @@ impl VelocitySmoother {
             return SmoothingReport::default();
         }
         let Self {
-            adjacency_start,
-            neighbours,
+            adjacency,
             rows,
             p,
             partials,
@@ -286,8 +267,7 @@ impl VelocitySmoother {
             strength: f64::from(strength),
             mass,
             inv_mass,
-            adjacency_start,
-            neighbours,
+            adjacency,
         };
         let vin: &[Vec3] = v;
 

@@ -153,6 +153,7 @@ use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
 use super::response::Stencil;
+use crate::mesh::VertexEdges;
 
 /// Edges or vertices per chunk: the unit of parallel work.
 pub const CHUNK: usize = 256;
@@ -568,10 +569,8 @@ fn tally_chunks<T: Send, F: Fn(usize, &mut [T]) -> Tally + Sync>(out: &mut [T], 
 #[derive(Clone, Debug)]
 pub struct StrainLimiter {
     num_vertices: usize,
-    /// CSR offsets into `adjacency`, one per vertex plus one.
-    adjacency_start: Vec<u32>,
     /// Incident edge indices of each vertex, ascending.
-    adjacency: Vec<u32>,
+    adjacency: VertexEdges,
     /// Per-vertex number of active corrections (Jacobi).
     counts: Vec<u32>,
     /// Pending impulses: by edge index (Jacobi, measuring) or by colour slot (Gauss–Seidel).
@@ -616,37 +615,17 @@ impl StrainLimiter {
                  ({num_vertices} vertices)"
             );
         }
-        // Vertex -> incident edges, CSR, ascending edge index (edges are visited in order).
-        let mut adjacency_start = vec![0u32; num_vertices + 1];
-        for &[i, j] in edges {
-            adjacency_start[i as usize + 1] += 1;
-            adjacency_start[j as usize + 1] += 1;
-        }
-        for k in 0..num_vertices {
-            adjacency_start[k + 1] += adjacency_start[k];
-        }
-        let mut fill: Vec<u32> = adjacency_start[..num_vertices].to_vec();
-        let mut adjacency = vec![0u32; 2 * edges.len()];
-        for (e, &[i, j]) in edges.iter().enumerate() {
-            for k in [i as usize, j as usize] {
-                adjacency[fill[k] as usize] = e as u32;
-                fill[k] += 1;
-            }
-        }
+        let adjacency = VertexEdges::build(num_vertices, edges);
         // Greedy colouring in edge order: the smallest colour unused at both ends. `stamp[c] == e` marks
         // colour c as taken for edge e.
         const UNCOLOURED: u32 = u32::MAX;
         let mut colour = vec![UNCOLOURED; edges.len()];
-        let max_degree = (0..num_vertices)
-            .map(|k| adjacency_start[k + 1] - adjacency_start[k])
-            .max()
-            .unwrap_or(0) as usize;
+        let max_degree = adjacency.max_degree();
         let mut stamp = vec![UNCOLOURED; 2 * max_degree + 1];
         let mut num_colours = 0usize;
         for (e, &[i, j]) in edges.iter().enumerate() {
             for k in [i as usize, j as usize] {
-                let range = adjacency_start[k] as usize..adjacency_start[k + 1] as usize;
-                for &f in &adjacency[range] {
+                for &f in adjacency.edges(k) {
                     let c = colour[f as usize];
                     if c != UNCOLOURED {
                         stamp[c as usize] = e as u32;
@@ -676,7 +655,6 @@ impl StrainLimiter {
         }
         Self {
             num_vertices,
-            adjacency_start,
             adjacency,
             counts: vec![0; num_vertices],
             impulses: vec![EdgeImpulse::default(); edges.len()],
@@ -993,15 +971,13 @@ impl StrainLimiter {
     /// Applies the pending Jacobi impulses, each pair scaled by `ω_e = 1 / max(c_i, c_j)` (module doc).
     fn apply_jacobi(&mut self, problem: &Problem<'_>, v: &mut [Vec3]) {
         let Self {
-            adjacency_start,
             adjacency,
             counts,
             impulses,
             ..
         } = self;
-        let (adjacency_start, adjacency, impulses) = (&*adjacency_start, &*adjacency, &*impulses);
-        let incident =
-            |k: usize| &adjacency[adjacency_start[k] as usize..adjacency_start[k + 1] as usize];
+        let (adjacency, impulses) = (&*adjacency, &*impulses);
+        let incident = |k: usize| adjacency.edges(k);
         // c_k: active corrections at vertex k.
         for_chunks(counts, |first, chunk| {
             for (o, c) in chunk.iter_mut().enumerate() {

@@ -29,7 +29,7 @@ pub use obj::{
 pub use subdivide::{
     Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,
 };
-pub use topology::{Hinge, NO_TRIANGLE, Topology};
+pub use topology::{Hinge, NO_TRIANGLE, Topology, VertexEdges};
 pub use validate::{MeshError, SLIVER_RELATIVE_ALTITUDE, ZERO_AREA_RELATIVE_EPSILON};
 
 /// An indexed triangle mesh. Plain data; [`TriMesh::validate`] checks it.

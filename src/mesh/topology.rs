@@ -63,9 +63,91 @@ pub struct Topology {
     is_boundary_vertex: Vec<bool>,
     vertex_triangle_offsets: Vec<usize>,
     vertex_triangles: Vec<u32>,
-    vertex_neighbor_offsets: Vec<usize>,
-    vertex_neighbors: Vec<u32>,
-    vertex_edges: Vec<u32>,
+    vertex_edges: VertexEdges,
+}
+
+/// Each vertex's incident edges and the neighbours across them, in compressed rows: the one
+/// vertex adjacency of weft ([`Topology`], the strain limiter and velocity smoothing build it
+/// with [`VertexEdges::build`]). A vertex's row lists its edges in ascending edge index; for the
+/// lexicographically sorted edges of a [`Topology`] its neighbours come out ascending too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VertexEdges {
+    /// Row offsets into `neighbors` and `edges`, one per vertex plus one.
+    offsets: Vec<usize>,
+    /// The vertex at the other end of each incident edge.
+    neighbors: Vec<u32>,
+    /// The incident edges, aligned with `neighbors`.
+    edges: Vec<u32>,
+}
+
+impl VertexEdges {
+    /// The rows of `num_vertices` vertices joined by `edges`.
+    ///
+    /// # Panics
+    /// If an edge names a vertex `>= num_vertices`, or there are more than `u32::MAX` edges.
+    #[must_use]
+    pub fn build(num_vertices: usize, edges: &[[u32; 2]]) -> Self {
+        assert!(
+            u32::try_from(edges.len()).is_ok(),
+            "VertexEdges::build: more than u32::MAX edges"
+        );
+        let mut counts = vec![0u32; num_vertices];
+        for &[a, b] in edges {
+            counts[a as usize] += 1;
+            counts[b as usize] += 1;
+        }
+        let offsets = csr_from_counts(&counts);
+        let mut fill = offsets.clone();
+        let mut neighbors = vec![0u32; 2 * edges.len()];
+        let mut incident = vec![0u32; 2 * edges.len()];
+        for (e, &[a, b]) in edges.iter().enumerate() {
+            for (v, other) in [(a, b), (b, a)] {
+                let slot = &mut fill[v as usize];
+                neighbors[*slot] = other;
+                incident[*slot] = e as u32;
+                *slot += 1;
+            }
+        }
+        Self {
+            offsets,
+            neighbors,
+            edges: incident,
+        }
+    }
+
+    /// Number of vertices.
+    #[must_use]
+    pub fn num_vertices(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// The vertices sharing an edge with `v`, aligned with [`edges`](Self::edges).
+    ///
+    /// # Panics
+    /// If `v >= num_vertices()`.
+    #[must_use]
+    pub fn neighbors(&self, v: usize) -> &[u32] {
+        &self.neighbors[self.offsets[v]..self.offsets[v + 1]]
+    }
+
+    /// The edges incident to `v`, ascending.
+    ///
+    /// # Panics
+    /// If `v >= num_vertices()`.
+    #[must_use]
+    pub fn edges(&self, v: usize) -> &[u32] {
+        &self.edges[self.offsets[v]..self.offsets[v + 1]]
+    }
+
+    /// The largest number of edges at one vertex (0 without vertices).
+    #[must_use]
+    pub fn max_degree(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// One directed half-edge, sortable by (undirected key, triangle, corner).
@@ -226,23 +308,7 @@ impl Topology {
         // Vertex -> neighbours (and the connecting edges). Edges are sorted lexicographically, so
         // a vertex `v` first receives its smaller neighbours `c` from edges `[c, v]` (ascending c),
         // then its larger ones from edges `[v, *]` (ascending): every row comes out ascending.
-        counts.iter_mut().for_each(|c| *c = 0);
-        for &[a, b] in &edges {
-            counts[a as usize] += 1;
-            counts[b as usize] += 1;
-        }
-        let vertex_neighbor_offsets = csr_from_counts(&counts);
-        let mut fill = vertex_neighbor_offsets.clone();
-        let mut vertex_neighbors = vec![0u32; 2 * edges.len()];
-        let mut vertex_edges = vec![0u32; 2 * edges.len()];
-        for (e, &[a, b]) in edges.iter().enumerate() {
-            for (v, other) in [(a, b), (b, a)] {
-                let slot = &mut fill[v as usize];
-                vertex_neighbors[*slot] = other;
-                vertex_edges[*slot] = e as u32;
-                *slot += 1;
-            }
-        }
+        let vertex_edges = VertexEdges::build(nv, &edges);
 
         Ok(Topology {
             num_vertices: nv,
@@ -255,8 +321,6 @@ impl Topology {
             is_boundary_vertex,
             vertex_triangle_offsets,
             vertex_triangles,
-            vertex_neighbor_offsets,
-            vertex_neighbors,
             vertex_edges,
         })
     }
@@ -337,7 +401,7 @@ impl Topology {
     /// If `v >= num_vertices()`.
     #[must_use]
     pub fn vertex_neighbors(&self, v: usize) -> &[u32] {
-        &self.vertex_neighbors[self.vertex_neighbor_offsets[v]..self.vertex_neighbor_offsets[v + 1]]
+        self.vertex_edges.neighbors(v)
     }
 
     /// The edges joining `v` to each of [`vertex_neighbors(v)`](Self::vertex_neighbors), aligned
@@ -347,7 +411,7 @@ impl Topology {
     /// If `v >= num_vertices()`.
     #[must_use]
     pub fn vertex_edges(&self, v: usize) -> &[u32] {
-        &self.vertex_edges[self.vertex_neighbor_offsets[v]..self.vertex_neighbor_offsets[v + 1]]
+        self.vertex_edges.edges(v)
     }
 
     /// Index of the edge joining `a` and `b` (either order), or `None`. `O(log degree)`.
@@ -357,10 +421,12 @@ impl Topology {
         if hi as usize >= self.num_vertices {
             return None;
         }
-        let row = self.vertex_neighbor_offsets[lo as usize]
-            ..self.vertex_neighbor_offsets[lo as usize + 1];
-        let k = self.vertex_neighbors[row.clone()].binary_search(&hi).ok()?;
-        Some(self.vertex_edges[row.start + k])
+        let k = self
+            .vertex_edges
+            .neighbors(lo as usize)
+            .binary_search(&hi)
+            .ok()?;
+        Some(self.vertex_edges.edges(lo as usize)[k])
     }
 }
 
