@@ -18,7 +18,9 @@ use std::time::Instant;
 use bumpalo::Bump;
 
 use crate::collide::resolve::ObstacleMeshes;
+use crate::collide::strain_limit::StrainLimiter;
 use crate::integrate::contact::ColliderView;
+use crate::integrate::implicit_euler::ReactionSpan;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
@@ -348,10 +350,13 @@ fn advance(
         }
         rounds += 1;
         let mut should_stop = |_iteration: u32| deadline.passed();
+        let bodies = body_normals(cloth.collision.strain_limiter(), mass.len());
         let Some(r) = cloth.system.respond(
             h,
             v,
             cloth.constraints.filters(),
+            mass,
+            &bodies,
             &cloth.edges,
             &cloth.rest_lengths,
             &pcg,
@@ -382,6 +387,23 @@ fn advance(
     lap(stats, Stage::Collide, t);
     z.end();
     stats.substeps += 1;
+}
+
+/// The span of the normals along which the collision stage's collisions with kinematic bodies
+/// hold the cloth's `n` vertices (the strain limiter keeps them; none when strain limiting is
+/// off): the directions in which a body can push back on the response solve.
+fn body_normals(limiter: &StrainLimiter, n: usize) -> ReactionSpan {
+    let mut span = ReactionSpan::default();
+    for i in 0..n {
+        if span.is_full() {
+            break;
+        }
+        match limiter.held_normals(i) {
+            None => span = ReactionSpan::ALL,
+            Some(normals) => normals.iter().for_each(|&d| span.add(d)),
+        }
+    }
+    span
 }
 
 /// The kinematics stage of both models: pins move to their targets at t + h,

@@ -692,6 +692,18 @@ impl StrainLimiter {
         self.held[i].count > 0
     }
 
+    /// The normals (unit, away from the bodies) along which the collisions kept since
+    /// [`StrainLimiter::forget_contacts`] hold cloth vertex `i` against kinematic bodies: empty
+    /// when none holds it, `None` when it is held in every direction.
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    #[must_use]
+    pub fn held_normals(&self, i: usize) -> Option<&[DVec3]> {
+        let held = &self.held[i];
+        (held.count < 3).then(|| &held.normals[..usize::from(held.count)])
+    }
+
     /// What drives edge `[i, j]` (module doc, "Forced edges"): [`EdgeDrive::Free`] when an end is
     /// neither kinematic (`inv_mass` 0) nor held against a kinematic body by a collision kept since
     /// [`StrainLimiter::forget_contacts`]; otherwise [`EdgeDrive::Pins`] when both ends are kinematic,

@@ -461,12 +461,27 @@ impl ImplicitEuler {
     /// is not collision-free in general; the caller runs the collision stage again on `v`
     /// (the guarantee comes from that pass). A vertex the solve fixes (`S_i = 0`, pins) keeps
     /// its change, which is 0 for an infinite mass.
+    ///
+    /// *Momentum.* The constraints that keep the prescribed components are external forces:
+    /// `Σ m δ − Σ m Δ` is their total reaction (the rows of `hD + h²K` sum to zero). Where a
+    /// body stopped the vertex, the body can supply it; where two parts of the cloth collided,
+    /// nothing can (the stage's impulses between cloth vertices sum to zero), and a reaction
+    /// left in place pushes the whole cloth: a pile crumpled on the floor slid steadily across
+    /// it. So the part of the excess outside the directions bodies push along — the normals of
+    /// the solve's own contacts in `filters` (a pin pushes along every direction) and those in
+    /// `bodies`, the normals of this stage's collisions with kinematic bodies, see
+    /// [`ReactionSpan`] — is taken out again by one uniform velocity of every vertex with mass
+    /// (a uniform change strains nothing, and leaves every relative velocity the stage set;
+    /// `docs/methods/response-solve.md`).
+    /// `mass` is the lumped mass of each vertex (kg; 0 for kinematic vertices).
     #[allow(clippy::too_many_arguments)]
     pub fn respond(
         &mut self,
         h: f32,
         v: &mut [Vec3],
         filters: &[Filter],
+        mass: &[f32],
+        bodies: &ReactionSpan,
         edges: &[[u32; 2]],
         rest_lengths: &[f32],
         pcg: &PcgSettings,
@@ -520,12 +535,40 @@ impl ImplicitEuler {
             &mut self.response_dv,
             should_stop,
         );
-        for ((vi, before), dvi) in v
+        // The momentum the solve's constraints added beyond the stage's own change, removed in
+        // the directions nothing outside the cloth pushes along (doc above, "Momentum").
+        let mut span = *bodies;
+        for f in filters {
+            if span.is_full() {
+                break;
+            }
+            span.add_filter(*f);
+        }
+        let mut excess = DVec3::ZERO;
+        let mut moving_mass = 0.0f64;
+        for (((vi, before), dvi), m) in v
+            .iter()
+            .zip(&self.response_before)
+            .zip(&self.response_dv)
+            .zip(mass)
+        {
+            if *m > 0.0 {
+                excess += f64::from(*m) * (*dvi - (*vi - *before)).as_dvec3();
+                moving_mass += f64::from(*m);
+            }
+        }
+        let shift = if moving_mass > 0.0 {
+            (span.outside(excess) / moving_mass).as_vec3()
+        } else {
+            Vec3::ZERO
+        };
+        for (((vi, before), dvi), m) in v
             .iter_mut()
             .zip(&self.response_before)
             .zip(&self.response_dv)
+            .zip(mass)
         {
-            *vi = *before + *dvi;
+            *vi = *before + *dvi - if *m > 0.0 { shift } else { Vec3::ZERO };
         }
         Some(report)
     }
@@ -692,6 +735,75 @@ const RESPONSE_MIN_STRAIN: f32 = 1e-3;
 
 /// `f` with the direction of `d` constrained too (Gram–Schmidt against the directions `f`
 /// constrains; `f` unchanged when `d` is zero or within 1e-3 of their span).
+/// The directions in which something outside a cloth can push it (body contact normals and
+/// pins), as an orthonormal basis of their span: [`ImplicitEuler::respond`] keeps the momentum its
+/// constraints add only inside it. A direction within [`ReactionSpan::SAME_SPAN`] of the span
+/// already held adds nothing, so the normals of one flat floor span one direction and those of
+/// a curved body usually three.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReactionSpan {
+    basis: [DVec3; 3],
+    len: usize,
+}
+
+impl ReactionSpan {
+    /// A direction whose part outside the span is shorter than this (of its unit length) lies
+    /// in the span (about 6°).
+    pub const SAME_SPAN: f64 = 0.1;
+
+    /// Every direction (a pinned or fixed vertex can be pushed along any).
+    pub const ALL: Self = Self {
+        basis: [DVec3::X, DVec3::Y, DVec3::Z],
+        len: 3,
+    };
+
+    /// Adds direction `d` (any length; zero and non-finite directions add nothing).
+    pub fn add(&mut self, d: DVec3) {
+        if self.is_full() {
+            return;
+        }
+        let Some(d) = d.try_normalize() else {
+            return;
+        };
+        let r = d - self.inside(d);
+        if r.length() > Self::SAME_SPAN {
+            self.basis[self.len] = r.normalize();
+            self.len += 1;
+        }
+    }
+
+    /// Adds the directions filter `f` constrains (all of them for [`Filter::Fixed`]).
+    pub fn add_filter(&mut self, f: Filter) {
+        match f {
+            Filter::Free => {}
+            Filter::OneDirection(p) => self.add(p.as_dvec3()),
+            Filter::TwoDirections(p, q) => {
+                self.add(p.as_dvec3());
+                self.add(q.as_dvec3());
+            }
+            Filter::Fixed => *self = Self::ALL,
+        }
+    }
+
+    /// Whether the span is all of space.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.len == 3
+    }
+
+    /// The projection of `p` onto the span.
+    #[must_use]
+    pub fn inside(&self, p: DVec3) -> DVec3 {
+        self.basis[..self.len].iter().map(|b| b * b.dot(p)).sum()
+    }
+
+    /// The part of `p` outside the span.
+    #[must_use]
+    pub fn outside(&self, p: DVec3) -> DVec3 {
+        p - self.inside(p)
+    }
+}
+
 fn with_direction(f: Filter, d: Vec3) -> Filter {
     const SPAN: f32 = 1e-3;
     let Some(d) = d.try_normalize() else {
@@ -1036,10 +1148,13 @@ mod tests {
         assert!(e1.perp_dot(e2) > 0.0);
     }
 
+    /// The system, positions, edges, rest lengths and lumped masses of [`flat_sheet`].
+    type FlatSheet = (ImplicitEuler, Vec<Vec3>, Vec<[u32; 2]>, Vec<f32>, Vec<f32>);
+
     /// A flat 17 × 17 sheet at rest with the default (stiff, pile-33) material, its system
     /// assembled for one substep of h = 1/120 s with no load (lumped masses of 0.1 kg/m²), its
-    /// edges and rest lengths.
-    fn flat_sheet() -> (ImplicitEuler, Vec<Vec3>, Vec<[u32; 2]>, Vec<f32>) {
+    /// edges, rest lengths and lumped masses.
+    fn flat_sheet() -> FlatSheet {
         let mesh = grid(&GridSpec {
             nx: 17,
             ny: 17,
@@ -1058,7 +1173,7 @@ mod tests {
             .iter()
             .map(|&[i, j]| (mesh.positions[j as usize] - mesh.positions[i as usize]).length())
             .collect();
-        (sys, mesh.positions, edges, rest)
+        (sys, mesh.positions, edges, rest, mass)
     }
 
     const RESPONSE_H: f32 = 1.0 / 120.0;
@@ -1088,7 +1203,7 @@ mod tests {
     /// follow: here 9× less strain energy, largest edge strain 8 % → 1.6 %.
     #[test]
     fn response_solve_spreads_a_collision_change_through_the_stiffness() {
-        let (mut sys, x, edges, rest) = flat_sheet();
+        let (mut sys, x, edges, rest, mass) = flat_sheet();
         let n = x.len();
         let centre = n / 2;
         let before = vec![Vec3::ZERO; n];
@@ -1108,6 +1223,8 @@ mod tests {
                 RESPONSE_H,
                 &mut v,
                 &filters,
+                &mass,
+                &ReactionSpan::ALL,
                 &edges,
                 &rest,
                 &pcg,
@@ -1139,7 +1256,7 @@ mod tests {
     /// second time.
     #[test]
     fn response_solve_starts_from_zero_and_keeps_the_warm_start() {
-        let (mut sys, _x, edges, rest) = flat_sheet();
+        let (mut sys, _x, edges, rest, mass) = flat_sheet();
         let n = sys.dv.len();
         let step_dv = Vec3::new(0.0, -0.08, 0.0);
         sys.dv.fill(step_dv);
@@ -1157,6 +1274,8 @@ mod tests {
                 RESPONSE_H,
                 &mut v,
                 &filters,
+                &mass,
+                &ReactionSpan::ALL,
                 &edges,
                 &rest,
                 &pcg,
@@ -1172,7 +1291,7 @@ mod tests {
     /// finiteness check must see it.
     #[test]
     fn response_solve_leaves_a_nan_velocity_alone() {
-        let (mut sys, _x, edges, rest) = flat_sheet();
+        let (mut sys, _x, edges, rest, mass) = flat_sheet();
         let n = sys.dv.len();
         let before = vec![Vec3::ZERO; n];
         sys.remember_velocities(&before);
@@ -1185,6 +1304,8 @@ mod tests {
             RESPONSE_H,
             &mut v,
             &filters,
+            &mass,
+            &ReactionSpan::ALL,
             &edges,
             &rest,
             &pcg,
@@ -1197,7 +1318,7 @@ mod tests {
     /// A rigid change (every vertex the same Δ) strains nothing: no response solve, `v` kept.
     #[test]
     fn response_solve_skips_a_rigid_change() {
-        let (mut sys, x, edges, rest) = flat_sheet();
+        let (mut sys, x, edges, rest, mass) = flat_sheet();
         let n = x.len();
         let before = vec![Vec3::new(0.0, -0.3, 0.0); n];
         sys.remember_velocities(&before);
@@ -1210,6 +1331,8 @@ mod tests {
                 RESPONSE_H,
                 &mut v,
                 &filters,
+                &mass,
+                &ReactionSpan::ALL,
                 &edges,
                 &rest,
                 &pcg,
@@ -1218,6 +1341,139 @@ mod tests {
             .is_none()
         );
         assert_eq!(v, expected);
+    }
+
+    /// Total momentum `Σ m v`, in f64.
+    fn momentum(v: &[Vec3], mass: &[f32]) -> DVec3 {
+        v.iter()
+            .zip(mass)
+            .map(|(v, m)| f64::from(*m) * v.as_dvec3())
+            .sum()
+    }
+
+    /// Two parts of a free sheet collide: the stage gives a corner vertex and an interior one
+    /// opposite changes of equal momentum. Their neighbourhoods differ, so the constraints that
+    /// keep the two changes drag different amounts of cloth: left alone, the response would
+    /// push the whole sheet. With nothing outside the cloth to push back, the response keeps the
+    /// momentum the stage left, and the two vertices' relative velocity.
+    #[test]
+    fn response_to_a_collision_within_the_cloth_keeps_its_momentum() {
+        let (mut sys, x, edges, rest, mass) = flat_sheet();
+        let n = x.len();
+        let (corner, centre) = (0, n / 2);
+        let before = vec![Vec3::ZERO; n];
+        let mut changed = before.clone();
+        let d = Vec3::new(0.6, 0.0, 0.0);
+        changed[corner] = d / mass[corner];
+        changed[centre] = -d / mass[centre];
+        let filters = vec![Filter::Free; n];
+        let pcg = PcgSettings {
+            max_iterations: 500,
+            tolerance: 1e-7,
+        };
+        let p0 = momentum(&changed, &mass);
+        assert!(p0.length() < 1e-6, "the stage's change carries no momentum");
+        let mut respond = |bodies: &ReactionSpan| {
+            let mut v = changed.clone();
+            sys.remember_velocities(&before);
+            let report = sys
+                .respond(
+                    RESPONSE_H,
+                    &mut v,
+                    &filters,
+                    &mass,
+                    bodies,
+                    &edges,
+                    &rest,
+                    &pcg,
+                    &mut |_| false,
+                )
+                .expect("a straining change is responded to");
+            assert!(report.converged, "{report:?}");
+            v
+        };
+        // Reactions kept (as if bodies pushed along every direction): the sheet is pushed.
+        let pushed = respond(&ReactionSpan::ALL);
+        let scale = f64::from(d.length());
+        assert!(
+            momentum(&pushed, &mass).length() > 0.05 * scale,
+            "the reactions carry momentum: {}",
+            momentum(&pushed, &mass)
+        );
+        // Nothing outside the cloth: the momentum is the stage's.
+        let kept = respond(&ReactionSpan::default());
+        assert!(
+            momentum(&kept, &mass).length() < 1e-5 * scale,
+            "momentum {} after the response",
+            momentum(&kept, &mass)
+        );
+        let relative = |v: &[Vec3]| v[corner] - v[centre];
+        assert!((relative(&kept) - relative(&pushed)).length() < 1e-5 * relative(&pushed).length());
+    }
+
+    /// A body pushing along z may take up the reactions along z; across it the momentum stays
+    /// the stage's.
+    #[test]
+    fn response_keeps_the_reactions_a_body_can_supply() {
+        let (mut sys, x, edges, rest, mass) = flat_sheet();
+        let n = x.len();
+        let before = vec![Vec3::ZERO; n];
+        let mut v = before.clone();
+        v[n / 2] = Vec3::new(0.6, 0.0, 0.6);
+        let filters = vec![Filter::Free; n];
+        let pcg = PcgSettings {
+            max_iterations: 500,
+            tolerance: 1e-7,
+        };
+        let mut floor = ReactionSpan::default();
+        floor.add(DVec3::Z);
+        sys.remember_velocities(&before);
+        sys.respond(
+            RESPONSE_H,
+            &mut v,
+            &filters,
+            &mass,
+            &floor,
+            &edges,
+            &rest,
+            &pcg,
+            &mut |_| false,
+        )
+        .expect("a straining change is responded to");
+        let p = momentum(&v, &mass);
+        let stage = 0.6 * f64::from(mass[n / 2]);
+        assert!(
+            (p.x - stage).abs() < 1e-5 * stage,
+            "x momentum {} for the stage's {stage}",
+            p.x
+        );
+        assert!(
+            p.z > 1.5 * stage,
+            "the body's reaction along z is kept: {}",
+            p.z
+        );
+    }
+
+    /// The span of body directions: one floor's normals span one direction, a second normal
+    /// more than [`ReactionSpan::SAME_SPAN`] away a second, a fixed vertex every direction.
+    #[test]
+    fn reaction_span_grows_by_distinct_directions() {
+        let mut span = ReactionSpan::default();
+        span.add(DVec3::Y);
+        span.add(DVec3::new(0.05, 1.0, 0.0));
+        span.add(DVec3::ZERO);
+        span.add(DVec3::NAN);
+        assert_eq!(
+            span.outside(DVec3::new(1.0, 2.0, 3.0)),
+            DVec3::new(1.0, 0.0, 3.0)
+        );
+        span.add_filter(Filter::OneDirection(Vec3::X));
+        assert!(!span.is_full());
+        let r = span.outside(DVec3::new(1.0, 2.0, 3.0));
+        assert!((r - DVec3::new(0.0, 0.0, 3.0)).length() < 1e-12, "{r}");
+        span.add_filter(Filter::Fixed);
+        assert!(span.is_full());
+        assert_eq!(span.outside(DVec3::new(1.0, 2.0, 3.0)), DVec3::ZERO);
     }
 
     /// The response filter adds the change's direction to the solve's own constraints.
