@@ -477,6 +477,16 @@ typedef struct weft_wind {
   float gust_period_s;
 } weft_wind;
 
+// One keyframe of a track: where a pinned region or a collider is at `time`.
+typedef struct weft_keyframe {
+  // Time (s) of the world's clock (0 at creation, `dt` more after each step); strictly
+  // increasing along a track.
+  double time;
+  // The pose at `time`. For a pin track, the region's displacement from where it is when
+  // the track is set (the identity pose: the region at rest); for a collider, its pose.
+  struct weft_pose pose;
+} weft_keyframe;
+
 // World settings for `weft_world_create`.
 typedef struct weft_world_desc {
   // `sizeof(weft_world_desc)`.
@@ -665,6 +675,19 @@ weft_status weft_cloth_positions(struct weft_world *world,
                                  const float **out,
                                  uint32_t *out_count);
 
+// Borrows the velocities: `*out` receives `3 * *out_count` floats (m/s per vertex, the
+// state the next step starts from), as `weft_cloth_positions`. Within a substep the
+// positions advance by the step's end velocity (x1 = x0 + h v1, the implicit step of
+// Baraff & Witkin 1998); a vertex a collider's contact moved onto its surface has the move taken out of
+// its velocity.
+//
+// # Safety
+// As `weft_cloth_positions`.
+weft_status weft_cloth_velocities(struct weft_world *world,
+                                  struct weft_cloth cloth,
+                                  const float **out,
+                                  uint32_t *out_count);
+
 // Borrows unit vertex normals (area-weighted; computed at the first call
 // after a step): as `weft_cloth_positions`.
 //
@@ -684,6 +707,15 @@ weft_status weft_cloth_copy_positions(struct weft_world *world,
                                       struct weft_cloth cloth,
                                       float *out,
                                       uint32_t capacity);
+
+// Copies the velocities (m/s) into `out`; as `weft_cloth_copy_positions`.
+//
+// # Safety
+// As `weft_cloth_copy_positions`.
+weft_status weft_cloth_copy_velocities(struct weft_world *world,
+                                       struct weft_cloth cloth,
+                                       float *out,
+                                       uint32_t capacity);
 
 // Copies the unit vertex normals into `out`; as `weft_cloth_copy_positions`.
 //
@@ -761,6 +793,108 @@ weft_status weft_collider_destroy(struct weft_world *world, struct weft_collider
 weft_status weft_collider_set_pose(struct weft_world *world,
                                    struct weft_collider collider,
                                    const struct weft_pose *pose);
+
+// Teleports a cloth: sets its `positions` and/or `velocities` (each NULL or `3 * count`
+// floats, x, y, z per vertex, m and m/s; at least one non-NULL), where `count` must equal
+// the cloth's vertex count (`weft_cloth_vertex_count`; the subdivided mesh's for an
+// isometric cloth). The next step starts from this state; the jump implies no velocity.
+//
+// Positions within ±`WEFT_MAX_COORDINATE`, speeds at most `WEFT_MAX_SPEED`; NaN or
+// infinity gives `WEFT_STATUS_NON_FINITE` naming the index. Pinned vertices move with the
+// cloth (a moved pin holds at its new position) and pin targets set with
+// `weft_cloth_set_pins` but not yet reached are dropped when `positions` is given (they
+// were meant for the old placement). Vertices of a pin track (`weft_cloth_set_pin_track`)
+// return to their track at the next step: set the track again after moving them.
+//
+// What the collision stage guarantees after a teleport (`docs/methods/teleport.md`): it
+// never creates a crossing between the cloth and a collider (analytic colliders take part
+// through their tessellation) or the cloth itself, and it does not undo one. A teleport
+// that leaves the cloth outside every collider keeps every guarantee of a step; one that
+// lands vertices inside a collider leaves the cloth caught on it (those vertices stay
+// inside, neighbours may be drawn in, the state stays finite) until a teleport puts it outside. Place a teleported
+// cloth outside the colliders.
+//
+// # Safety
+// `world` NULL or live; `positions`, `velocities` NULL or `3 * count` readable floats.
+weft_status weft_cloth_set_state(struct weft_world *world,
+                                 struct weft_cloth cloth,
+                                 const float *positions,
+                                 const float *velocities,
+                                 uint32_t count);
+
+// Replaces a Baraff–Witkin cloth's material from the next step on (the checks of
+// `weft_cloth_desc.material`: stiffnesses and damping finite and ≥ 0, rest stretches
+// positive). An isometric cloth gives `WEFT_STATUS_UNSUPPORTED` (its bending is set at
+// creation).
+//
+// # Safety
+// `world` NULL or live; `material` NULL or readable.
+weft_status weft_cloth_set_material(struct weft_world *world,
+                                    struct weft_cloth cloth,
+                                    const struct weft_material *material);
+
+// `*out` receives a cloth's Baraff–Witkin material (for an isometric cloth, the
+// descriptor's values it was created with, which its step does not use).
+//
+// # Safety
+// `world` NULL or live; `out` NULL or writable.
+weft_status weft_cloth_material(struct weft_world *world,
+                                struct weft_cloth cloth,
+                                struct weft_material *out);
+
+// Sets the world's gravity (m/s², 3 floats, y up) from the next step on;
+// |gravity| ≤ `WEFT_MAX_GRAVITY`.
+//
+// # Safety
+// `world` NULL or live; `gravity` NULL or 3 readable floats.
+weft_status weft_world_set_gravity(struct weft_world *world, const float *gravity);
+
+// `*out` (3 floats) receives the world's gravity (m/s²).
+//
+// # Safety
+// `world` NULL or live; `out` NULL or 3 writable floats.
+weft_status weft_world_gravity(const struct weft_world *world, float *out);
+
+// Sets the world's wind from the next step on (the checks of `weft_world_desc.wind`;
+// `enabled` = 0 stills the air). Gusts keep their phase: they are a function of the
+// world's time.
+//
+// # Safety
+// `world` NULL or live; `wind` NULL or readable.
+weft_status weft_world_set_wind(struct weft_world *world, const struct weft_wind *wind);
+
+// Pins `count` vertices to a keyframed track from now on (the scene file's
+// `[[cloth.pin]] keyframes`): with `p` = `pivot` (3 floats, m) and `x_i` each vertex's
+// position now, its target at time `t` is `p + T(t) + R(t) (x_i − p)` for the track's pose
+// `(R, T)` at `t`, interpolated between keyframes as for colliders and held before the first
+// and after the last. The vertices are pinned and placed on the track at the world's time
+// at once; every substep then moves them along it, landing exactly on it. A vertex pinned
+// by `weft_cloth_set_pins` is taken over (its pending target dropped); `weft_cloth_set_pins`
+// or `weft_cloth_unpin` on a tracked vertex takes it off the track.
+//
+// # Safety
+// `world` NULL or live; `vertices` NULL or `count` indices; `pivot` NULL or 3 floats;
+// `keys` NULL or `key_count` keyframes.
+weft_status weft_cloth_set_pin_track(struct weft_world *world,
+                                     struct weft_cloth cloth,
+                                     const uint32_t *vertices,
+                                     uint32_t count,
+                                     const float *pivot,
+                                     const struct weft_keyframe *keys,
+                                     uint32_t key_count);
+
+// Makes a collider follow keyframed poses from now on (the scene file's
+// `[[collider.keyframes]]`): it is placed at the track's pose for the world's time at once,
+// then every step moves it at the velocities that reach the track's pose at the step's
+// end. A pose set with `weft_collider_set_pose` afterwards takes it off the track; one set
+// before and not yet reached is dropped.
+//
+// # Safety
+// `world` NULL or live; `keys` NULL or `key_count` keyframes.
+weft_status weft_collider_set_track(struct weft_world *world,
+                                    struct weft_collider collider,
+                                    const struct weft_keyframe *keys,
+                                    uint32_t key_count);
 
 // The library version, e.g. "0.1.0" (a static string; never fails).
 const char *weft_version(void);

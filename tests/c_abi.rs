@@ -8,6 +8,10 @@
 //! - `tests/c/isometric.c` builds a pinned 9 × 9 isometric cloth
 //!   (`WEFT_MODEL_ISOMETRIC`), reads back its 4:1 subdivided mesh and
 //!   reproduces the state hash of the same cloth built through the Rust API;
+//! - `tests/c/engine_api.c` checks the edits an engine makes between steps under
+//!   valgrind: velocities read back equal the finite difference of the positions, a
+//!   teleport moves the cloth and its pins and the cloth steps on from there, a material
+//!   or gravity change takes effect;
 //! - `tests/c/bad_input.c` feeds every function NULLs, stale and foreign
 //!   handles, out-of-range indices, NaN/inf, zero and huge counts and
 //!   wrong-size descriptors, then steps a valid frame, under valgrind
@@ -355,14 +359,9 @@ fn isometric_c_program_matches_the_rust_api() {
     }
 }
 
-#[test]
-fn bad_input_is_refused_under_valgrind() {
+/// Runs `exe` with `args` under valgrind memcheck: zero errors, zero leaks; returns stdout.
+fn under_valgrind(exe: &Path, args: &[&std::ffi::OsStr]) -> String {
     ensure_tool("valgrind", "valgrind");
-    let exe = build_c(
-        &root().join("tests/c/bad_input.c"),
-        "bad_input",
-        Link::Static,
-    );
     let out = Command::new("valgrind")
         .args([
             "--tool=memcheck",
@@ -377,15 +376,16 @@ fn bad_input_is_refused_under_valgrind() {
             "--suppressions={}",
             root().join("tests/c/valgrind.supp").display()
         ))
-        .arg(&exe)
-        .arg(root().join("samples/drape-33.toml"))
+        .arg(exe)
+        .args(args)
         .output()
         .expect("running valgrind");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "bad_input under valgrind failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "{} under valgrind failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        exe.display(),
         out.status
     );
     assert!(
@@ -398,5 +398,28 @@ fn bad_input_is_refused_under_valgrind() {
             "valgrind reports leaks ({kind}):\n{stderr}"
         );
     }
+    stdout
+}
+
+#[test]
+fn bad_input_is_refused_under_valgrind() {
+    let exe = build_c(
+        &root().join("tests/c/bad_input.c"),
+        "bad_input",
+        Link::Static,
+    );
+    let scene = root().join("samples/drape-33.toml");
+    let stdout = under_valgrind(&exe, &[scene.as_os_str()]);
     assert!(stdout.contains("bad_input: all checks passed"), "{stdout}");
+}
+
+#[test]
+fn engine_edits_take_effect_under_valgrind() {
+    let exe = build_c(
+        &root().join("tests/c/engine_api.c"),
+        "engine_api",
+        Link::Static,
+    );
+    let stdout = under_valgrind(&exe, &[]);
+    assert!(stdout.contains("engine_api: all checks passed"), "{stdout}");
 }

@@ -118,7 +118,7 @@ pub unsafe extern "C" fn weft_cloth_vertex_count(
 ///
 /// # Safety
 /// A non-null `vertices` holds `count` indices.
-unsafe fn read_vertices<'a>(
+pub(crate) unsafe fn read_vertices<'a>(
     vertices: *const u32,
     count: u32,
     n: usize,
@@ -288,6 +288,7 @@ const _: () = assert!(std::mem::size_of::<Vec3>() == 12 && std::mem::align_of::<
 #[derive(Clone, Copy)]
 enum Field {
     Positions,
+    Velocities,
     Normals,
 }
 
@@ -295,6 +296,7 @@ fn field(w: &mut weft_world, cloth: weft_cloth, f: Field) -> Result<&[Vec3], Ffi
     let index = w.cloth(cloth)?.index;
     match f {
         Field::Positions => Ok(w.world.cloths()[index].state().positions()),
+        Field::Velocities => Ok(w.world.cloths()[index].state().velocities()),
         Field::Normals => normals(w, cloth),
     }
 }
@@ -359,6 +361,26 @@ pub unsafe extern "C" fn weft_cloth_positions(
     })
 }
 
+/// Borrows the velocities: `*out` receives `3 * *out_count` floats (m/s per vertex, the
+/// state the next step starts from), as `weft_cloth_positions`. Within a substep the
+/// positions advance by the step's end velocity (x1 = x0 + h v1, the implicit step of
+/// Baraff & Witkin 1998); a vertex a collider's contact moved onto its surface has the move taken out of
+/// its velocity.
+///
+/// # Safety
+/// As `weft_cloth_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_velocities(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const f32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_velocities", {
+        borrow(world, cloth, out, out_count, Field::Velocities)
+    })
+}
+
 /// Borrows unit vertex normals (area-weighted; computed at the first call
 /// after a step): as `weft_cloth_positions`.
 ///
@@ -390,6 +412,22 @@ pub unsafe extern "C" fn weft_cloth_copy_positions(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_copy_positions", {
         copy(world, cloth, out, capacity, Field::Positions)
+    })
+}
+
+/// Copies the velocities (m/s) into `out`; as `weft_cloth_copy_positions`.
+///
+/// # Safety
+/// As `weft_cloth_copy_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_copy_velocities(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut f32,
+    capacity: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_copy_velocities", {
+        copy(world, cloth, out, capacity, Field::Velocities)
     })
 }
 

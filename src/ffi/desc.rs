@@ -835,7 +835,7 @@ impl weft_wind {
     }
 
     /// The validated wind, `None` when disabled (the scene file's `[wind]` checks).
-    fn read(&self) -> Result<Option<Wind>, FfiError> {
+    pub(crate) fn read(&self) -> Result<Option<Wind>, FfiError> {
         match self.enabled {
             0 => return Ok(None),
             1 => {}
