@@ -172,6 +172,20 @@
 // length is a sliver, refused with `WEFT_STATUS_INVALID_MESH` naming the triangle.
 #define WEFT_SLIVER_RELATIVE_ALTITUDE 1.0e-3
 
+// Major version of this header (Cargo.toml's `version`).
+#define WEFT_VERSION_MAJOR 0
+
+// Minor version of this header.
+#define WEFT_VERSION_MINOR 2
+
+// Patch version of this header.
+#define WEFT_VERSION_PATCH 0
+
+// This header's version as one number, `MAJOR * 1000000 + MINOR * 1000 + PATCH`: compare it
+// with `weft_version_number()` (the library a host runs with) to refuse an older library
+// than the header it was built against.
+#define WEFT_VERSION_NUMBER 2000
+
 // The outcome of every `weft_*` call. Values are fixed: new codes are only
 // ever appended.
 enum weft_status
@@ -392,6 +406,11 @@ typedef struct weft_cloth_desc {
   float velocity_smoothing;
   // CG iteration cap of velocity smoothing (default 8).
   uint32_t smoothing_iterations;
+  // Optional (NULL, the default): `3 * vertex_count` floats, the initial velocity of each
+  // vertex (m/s, at most `WEFT_MAX_SPEED`), replacing `initial_velocity`. Baraff–Witkin
+  // only: with `WEFT_MODEL_ISOMETRIC` it must be NULL (set the subdivided mesh's
+  // velocities with `weft_cloth_set_state`). Since 0.2.
+  const float *velocities;
 } weft_cloth_desc;
 
 // A cloth in a world, as C sees it. Compare all three fields for equality.
@@ -598,11 +617,12 @@ typedef struct weft_step_stats {
 extern "C" {
 #endif // __cplusplus
 
-// Fills `*out` with the default cloth settings (`size` set, arrays NULL).
+// Fills the caller's `weft_cloth_desc` of `size` bytes (`sizeof *out`: this header's size or
+// an older header's) with the default cloth settings, arrays NULL, `size` set.
 //
 // # Safety
-// `out` NULL or a writable `weft_cloth_desc`.
-weft_status weft_cloth_desc_default(struct weft_cloth_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_cloth_desc_init(struct weft_cloth_desc *out, uint32_t size);
 
 // Creates a cloth from `desc` (arrays are copied); `*out` receives its handle.
 // With `WEFT_MODEL_ISOMETRIC` the cloth is the 4:1 subdivision of the given
@@ -758,11 +778,12 @@ weft_status weft_cloth_copy_triangles(struct weft_world *world,
                                       uint32_t *out,
                                       uint32_t capacity);
 
-// Fills `*out` with the default collider (a static plane at the origin).
+// Fills the caller's `weft_collider_desc` of `size` bytes (`sizeof *out`: this header's size
+// or an older header's) with the default collider (a static plane at the origin).
 //
 // # Safety
-// `out` NULL or a writable `weft_collider_desc`.
-weft_status weft_collider_desc_default(struct weft_collider_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_collider_desc_init(struct weft_collider_desc *out, uint32_t size);
 
 // Creates a static collider (mesh arrays are copied); `*out` receives its handle.
 //
@@ -896,18 +917,24 @@ weft_status weft_collider_set_track(struct weft_world *world,
                                     const struct weft_keyframe *keys,
                                     uint32_t key_count);
 
-// The library version, e.g. "0.1.0" (a static string; never fails).
+// The version of the library linked, as `WEFT_VERSION_NUMBER` counts it (never fails). A
+// host built against header version H runs with library L when they share the major
+// version (`L / 1000000 == H / 1000000`) and `L >= H`.
+uint32_t weft_version_number(void);
+
+// The library version, e.g. "0.2.0" (a static string; never fails).
 const char *weft_version(void);
 
 // The message of the most recent failed call on this thread ("" if none).
 // Valid until the next failing call on this thread; never NULL.
 const char *weft_last_error(void);
 
-// Fills `*out` with the default world settings (`size` set).
+// Fills the caller's `weft_world_desc` of `size` bytes (`sizeof *out`: this header's size or
+// an older header's) with the default world settings, `size` set.
 //
 // # Safety
-// `out` must be NULL or point at a writable `weft_world_desc`.
-weft_status weft_world_desc_default(struct weft_world_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_world_desc_init(struct weft_world_desc *out, uint32_t size);
 
 // Creates an empty world from `desc`; `*out` receives it (set to NULL on error).
 //
@@ -985,3 +1012,24 @@ weft_status weft_world_state_hash(const struct weft_world *world, uint64_t *out)
 #endif  // __cplusplus
 
 #endif  /* WEFT_H */
+
+#ifndef WEFT_H_DESC_DEFAULTS
+#define WEFT_H_DESC_DEFAULTS
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Default settings in the struct of this header (`size` set): weft_*_desc_init with
+ * sizeof *out, so a host built against this header fills exactly its own struct. */
+static inline weft_status weft_world_desc_default(weft_world_desc *out) {
+  return weft_world_desc_init(out, (uint32_t)sizeof *out);
+}
+static inline weft_status weft_cloth_desc_default(weft_cloth_desc *out) {
+  return weft_cloth_desc_init(out, (uint32_t)sizeof *out);
+}
+static inline weft_status weft_collider_desc_default(weft_collider_desc *out) {
+  return weft_collider_desc_init(out, (uint32_t)sizeof *out);
+}
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_H_DESC_DEFAULTS */
