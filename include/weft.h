@@ -950,7 +950,8 @@ weft_status weft_world_create(const struct weft_world_desc *desc, struct weft_wo
 weft_status weft_world_destroy(struct weft_world *world);
 
 // Loads a scene file (TOML, `samples/README.md`) into a new world with its
-// settings, cloths and colliders; `*out_info` receives its fps, frames and
+// settings, cloths and colliders (`WEFT_STATUS_UNSUPPORTED` from a library built
+// without the `scene` feature); `*out_info` receives its fps, frames and
 // counts (set `out_info->size` first). Handles: `weft_world_cloths`,
 // `weft_world_colliders`.
 //

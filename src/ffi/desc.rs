@@ -1651,7 +1651,7 @@ impl weft_step_stats {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "scene"))]
 mod tests {
     use std::path::Path;
 

@@ -504,7 +504,8 @@ pub unsafe extern "C" fn weft_world_destroy(world: *mut weft_world) -> weft_stat
 }
 
 /// Loads a scene file (TOML, `samples/README.md`) into a new world with its
-/// settings, cloths and colliders; `*out_info` receives its fps, frames and
+/// settings, cloths and colliders (`WEFT_STATUS_UNSUPPORTED` from a library built
+/// without the `scene` feature); `*out_info` receives its fps, frames and
 /// counts (set `out_info->size` first). Handles: `weft_world_cloths`,
 /// `weft_world_colliders`.
 ///
@@ -529,23 +530,44 @@ pub unsafe extern "C" fn weft_scene_load(
         check_size::<weft_scene_info>(unsafe { out_info.cast::<u32>().read_unaligned() })?;
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { read_str(path, "path")? };
-        let scene_err = |e: crate::scene::SceneError| {
-            FfiError::new(weft_status::WEFT_STATUS_SCENE, e.to_string())
-        };
-        let scene = crate::scene::load(Path::new(path)).map_err(scene_err)?;
-        let w = weft_world::new(worker_threads, || scene.instantiate().map_err(scene_err))?;
-        let info = weft_scene_info {
-            size: std::mem::size_of::<weft_scene_info>() as u32,
-            frames: scene.frames,
-            fps: scene.fps,
-            cloth_count: w.cloths.len() as u32,
-            collider_count: w.colliders.len() as u32,
-        };
+        let (w, info) = load_scene(Path::new(path), worker_threads)?;
         // SAFETY: forwarded from this function's contract (its size was checked above).
         unsafe { write_sized(out_info, "out_info", &info)? };
         *out_world = Box::into_raw(Box::new(w));
         Ok(())
     })
+}
+
+/// A scene file's world and what `weft_scene_load` reports of it.
+#[cfg(feature = "scene")]
+fn load_scene(path: &Path, worker_threads: u32) -> Result<(weft_world, weft_scene_info), FfiError> {
+    let scene_err =
+        |e: crate::scene::SceneError| FfiError::new(weft_status::WEFT_STATUS_SCENE, e.to_string());
+    let scene = crate::scene::load(path).map_err(scene_err)?;
+    let w = weft_world::new(worker_threads, || scene.instantiate().map_err(scene_err))?;
+    let info = weft_scene_info {
+        size: std::mem::size_of::<weft_scene_info>() as u32,
+        frames: scene.frames,
+        fps: scene.fps,
+        cloth_count: w.cloths.len() as u32,
+        collider_count: w.colliders.len() as u32,
+    };
+    Ok((w, info))
+}
+
+/// Built without scene files: every header has `weft_scene_load`, this library refuses it.
+#[cfg(not(feature = "scene"))]
+fn load_scene(
+    path: &Path,
+    _worker_threads: u32,
+) -> Result<(weft_world, weft_scene_info), FfiError> {
+    Err(FfiError::new(
+        weft_status::WEFT_STATUS_UNSUPPORTED,
+        format!(
+            "cannot load {}: this weft was built without the `scene` feature",
+            path.display()
+        ),
+    ))
 }
 
 /// Writes up to `capacity` cloth handles, in creation order, to `out`;
