@@ -172,6 +172,20 @@
 // length is a sliver, refused with `WEFT_STATUS_INVALID_MESH` naming the triangle.
 #define WEFT_SLIVER_RELATIVE_ALTITUDE 1.0e-3
 
+// Major version of this header (Cargo.toml's `version`).
+#define WEFT_VERSION_MAJOR 0
+
+// Minor version of this header.
+#define WEFT_VERSION_MINOR 2
+
+// Patch version of this header.
+#define WEFT_VERSION_PATCH 0
+
+// This header's version as one number, `MAJOR * 1000000 + MINOR * 1000 + PATCH`: compare it
+// with `weft_version_number()` (the library a host runs with) to refuse an older library
+// than the header it was built against.
+#define WEFT_VERSION_NUMBER 2000
+
 // The outcome of every `weft_*` call. Values are fixed: new codes are only
 // ever appended.
 enum weft_status
@@ -392,6 +406,11 @@ typedef struct weft_cloth_desc {
   float velocity_smoothing;
   // CG iteration cap of velocity smoothing (default 8).
   uint32_t smoothing_iterations;
+  // Optional (NULL, the default): `3 * vertex_count` floats, the initial velocity of each
+  // vertex (m/s, at most `WEFT_MAX_SPEED`), replacing `initial_velocity`. Baraff–Witkin
+  // only: with `WEFT_MODEL_ISOMETRIC` it must be NULL (set the subdivided mesh's
+  // velocities with `weft_cloth_set_state`). Since 0.2.
+  const float *velocities;
 } weft_cloth_desc;
 
 // A cloth in a world, as C sees it. Compare all three fields for equality.
@@ -476,6 +495,16 @@ typedef struct weft_wind {
   // Gust period (s), positive (default 2).
   float gust_period_s;
 } weft_wind;
+
+// One keyframe of a track: where a pinned region or a collider is at `time`.
+typedef struct weft_keyframe {
+  // Time (s) of the world's clock (0 at creation, `dt` more after each step); strictly
+  // increasing along a track.
+  double time;
+  // The pose at `time`. For a pin track, the region's displacement from where it is when
+  // the track is set (the identity pose: the region at rest); for a collider, its pose.
+  struct weft_pose pose;
+} weft_keyframe;
 
 // World settings for `weft_world_create`.
 typedef struct weft_world_desc {
@@ -588,11 +617,12 @@ typedef struct weft_step_stats {
 extern "C" {
 #endif // __cplusplus
 
-// Fills `*out` with the default cloth settings (`size` set, arrays NULL).
+// Fills the caller's `weft_cloth_desc` of `size` bytes (`sizeof *out`: this header's size or
+// an older header's) with the default cloth settings, arrays NULL, `size` set.
 //
 // # Safety
-// `out` NULL or a writable `weft_cloth_desc`.
-weft_status weft_cloth_desc_default(struct weft_cloth_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_cloth_desc_init(struct weft_cloth_desc *out, uint32_t size);
 
 // Creates a cloth from `desc` (arrays are copied); `*out` receives its handle.
 // With `WEFT_MODEL_ISOMETRIC` the cloth is the 4:1 subdivision of the given
@@ -665,6 +695,19 @@ weft_status weft_cloth_positions(struct weft_world *world,
                                  const float **out,
                                  uint32_t *out_count);
 
+// Borrows the velocities: `*out` receives `3 * *out_count` floats (m/s per vertex, the
+// state the next step starts from), as `weft_cloth_positions`. Within a substep the
+// positions advance by the step's end velocity (x1 = x0 + h v1, the implicit step of
+// Baraff & Witkin 1998); a vertex a collider's contact moved onto its surface has the move taken out of
+// its velocity.
+//
+// # Safety
+// As `weft_cloth_positions`.
+weft_status weft_cloth_velocities(struct weft_world *world,
+                                  struct weft_cloth cloth,
+                                  const float **out,
+                                  uint32_t *out_count);
+
 // Borrows unit vertex normals (area-weighted; computed at the first call
 // after a step): as `weft_cloth_positions`.
 //
@@ -684,6 +727,15 @@ weft_status weft_cloth_copy_positions(struct weft_world *world,
                                       struct weft_cloth cloth,
                                       float *out,
                                       uint32_t capacity);
+
+// Copies the velocities (m/s) into `out`; as `weft_cloth_copy_positions`.
+//
+// # Safety
+// As `weft_cloth_copy_positions`.
+weft_status weft_cloth_copy_velocities(struct weft_world *world,
+                                       struct weft_cloth cloth,
+                                       float *out,
+                                       uint32_t capacity);
 
 // Copies the unit vertex normals into `out`; as `weft_cloth_copy_positions`.
 //
@@ -726,11 +778,12 @@ weft_status weft_cloth_copy_triangles(struct weft_world *world,
                                       uint32_t *out,
                                       uint32_t capacity);
 
-// Fills `*out` with the default collider (a static plane at the origin).
+// Fills the caller's `weft_collider_desc` of `size` bytes (`sizeof *out`: this header's size
+// or an older header's) with the default collider (a static plane at the origin).
 //
 // # Safety
-// `out` NULL or a writable `weft_collider_desc`.
-weft_status weft_collider_desc_default(struct weft_collider_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_collider_desc_init(struct weft_collider_desc *out, uint32_t size);
 
 // Creates a static collider (mesh arrays are copied); `*out` receives its handle.
 //
@@ -762,18 +815,126 @@ weft_status weft_collider_set_pose(struct weft_world *world,
                                    struct weft_collider collider,
                                    const struct weft_pose *pose);
 
-// The library version, e.g. "0.1.0" (a static string; never fails).
+// Teleports a cloth: sets its `positions` and/or `velocities` (each NULL or `3 * count`
+// floats, x, y, z per vertex, m and m/s; at least one non-NULL), where `count` must equal
+// the cloth's vertex count (`weft_cloth_vertex_count`; the subdivided mesh's for an
+// isometric cloth). The next step starts from this state; the jump implies no velocity.
+//
+// Positions within ±`WEFT_MAX_COORDINATE`, speeds at most `WEFT_MAX_SPEED`; NaN or
+// infinity gives `WEFT_STATUS_NON_FINITE` naming the index. Pinned vertices move with the
+// cloth (a moved pin holds at its new position) and pin targets set with
+// `weft_cloth_set_pins` but not yet reached are dropped when `positions` is given (they
+// were meant for the old placement). Vertices of a pin track (`weft_cloth_set_pin_track`)
+// return to their track at the next step: set the track again after moving them.
+//
+// What the collision stage guarantees after a teleport (`docs/methods/teleport.md`): it
+// never creates a crossing between the cloth and a collider (analytic colliders take part
+// through their tessellation) or the cloth itself, and it does not undo one. A teleport
+// that leaves the cloth outside every collider keeps every guarantee of a step; one that
+// lands vertices inside a collider leaves the cloth caught on it (those vertices stay
+// inside, neighbours may be drawn in, the state stays finite) until a teleport puts it outside. Place a teleported
+// cloth outside the colliders.
+//
+// # Safety
+// `world` NULL or live; `positions`, `velocities` NULL or `3 * count` readable floats.
+weft_status weft_cloth_set_state(struct weft_world *world,
+                                 struct weft_cloth cloth,
+                                 const float *positions,
+                                 const float *velocities,
+                                 uint32_t count);
+
+// Replaces a Baraff–Witkin cloth's material from the next step on (the checks of
+// `weft_cloth_desc.material`: stiffnesses and damping finite and ≥ 0, rest stretches
+// positive). An isometric cloth gives `WEFT_STATUS_UNSUPPORTED` (its bending is set at
+// creation).
+//
+// # Safety
+// `world` NULL or live; `material` NULL or readable.
+weft_status weft_cloth_set_material(struct weft_world *world,
+                                    struct weft_cloth cloth,
+                                    const struct weft_material *material);
+
+// `*out` receives a cloth's Baraff–Witkin material (for an isometric cloth, the
+// descriptor's values it was created with, which its step does not use).
+//
+// # Safety
+// `world` NULL or live; `out` NULL or writable.
+weft_status weft_cloth_material(struct weft_world *world,
+                                struct weft_cloth cloth,
+                                struct weft_material *out);
+
+// Sets the world's gravity (m/s², 3 floats, y up) from the next step on;
+// |gravity| ≤ `WEFT_MAX_GRAVITY`.
+//
+// # Safety
+// `world` NULL or live; `gravity` NULL or 3 readable floats.
+weft_status weft_world_set_gravity(struct weft_world *world, const float *gravity);
+
+// `*out` (3 floats) receives the world's gravity (m/s²).
+//
+// # Safety
+// `world` NULL or live; `out` NULL or 3 writable floats.
+weft_status weft_world_gravity(const struct weft_world *world, float *out);
+
+// Sets the world's wind from the next step on (the checks of `weft_world_desc.wind`;
+// `enabled` = 0 stills the air). Gusts keep their phase: they are a function of the
+// world's time.
+//
+// # Safety
+// `world` NULL or live; `wind` NULL or readable.
+weft_status weft_world_set_wind(struct weft_world *world, const struct weft_wind *wind);
+
+// Pins `count` vertices to a keyframed track from now on (the scene file's
+// `[[cloth.pin]] keyframes`): with `p` = `pivot` (3 floats, m) and `x_i` each vertex's
+// position now, its target at time `t` is `p + T(t) + R(t) (x_i − p)` for the track's pose
+// `(R, T)` at `t`, interpolated between keyframes as for colliders and held before the first
+// and after the last. The vertices are pinned and placed on the track at the world's time
+// at once; every substep then moves them along it, landing exactly on it. A vertex pinned
+// by `weft_cloth_set_pins` is taken over (its pending target dropped); `weft_cloth_set_pins`
+// or `weft_cloth_unpin` on a tracked vertex takes it off the track.
+//
+// # Safety
+// `world` NULL or live; `vertices` NULL or `count` indices; `pivot` NULL or 3 floats;
+// `keys` NULL or `key_count` keyframes.
+weft_status weft_cloth_set_pin_track(struct weft_world *world,
+                                     struct weft_cloth cloth,
+                                     const uint32_t *vertices,
+                                     uint32_t count,
+                                     const float *pivot,
+                                     const struct weft_keyframe *keys,
+                                     uint32_t key_count);
+
+// Makes a collider follow keyframed poses from now on (the scene file's
+// `[[collider.keyframes]]`): it is placed at the track's pose for the world's time at once,
+// then every step moves it at the velocities that reach the track's pose at the step's
+// end. A pose set with `weft_collider_set_pose` afterwards takes it off the track; one set
+// before and not yet reached is dropped.
+//
+// # Safety
+// `world` NULL or live; `keys` NULL or `key_count` keyframes.
+weft_status weft_collider_set_track(struct weft_world *world,
+                                    struct weft_collider collider,
+                                    const struct weft_keyframe *keys,
+                                    uint32_t key_count);
+
+// The version of the library linked, as `WEFT_VERSION_NUMBER` counts it (never fails). A
+// host built against header version H runs with library L when they share the major
+// version (`L / 1000000 == H / 1000000`) and `L >= H`.
+uint32_t weft_version_number(void);
+
+// The library version, e.g. "0.2.0" (a static string; never fails).
 const char *weft_version(void);
 
 // The message of the most recent failed call on this thread ("" if none).
 // Valid until the next failing call on this thread; never NULL.
 const char *weft_last_error(void);
 
-// Fills `*out` with the default world settings (`size` set).
+// Fills the caller's `weft_world_desc` of `size` bytes (`sizeof *out`: this header's size or
+// an older header's) with the default world settings, `size` set.
 //
 // # Safety
-// `out` must be NULL or point at a writable `weft_world_desc`.
-weft_status weft_world_desc_default(struct weft_world_desc *out);
+// `out` NULL or `size` writable bytes.
+weft_status weft_world_desc_init(struct weft_world_desc *out, uint32_t size);
 
 // Creates an empty world from `desc`; `*out` receives it (set to NULL on error).
 //
@@ -789,7 +950,8 @@ weft_status weft_world_create(const struct weft_world_desc *desc, struct weft_wo
 weft_status weft_world_destroy(struct weft_world *world);
 
 // Loads a scene file (TOML, `samples/README.md`) into a new world with its
-// settings, cloths and colliders; `*out_info` receives its fps, frames and
+// settings, cloths and colliders (`WEFT_STATUS_UNSUPPORTED` from a library built
+// without the `scene` feature); `*out_info` receives its fps, frames and
 // counts (set `out_info->size` first). Handles: `weft_world_cloths`,
 // `weft_world_colliders`.
 //
@@ -851,3 +1013,24 @@ weft_status weft_world_state_hash(const struct weft_world *world, uint64_t *out)
 #endif  // __cplusplus
 
 #endif  /* WEFT_H */
+
+#ifndef WEFT_H_DESC_DEFAULTS
+#define WEFT_H_DESC_DEFAULTS
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Default settings in the struct of this header (`size` set): weft_*_desc_init with
+ * sizeof *out, so a host built against this header fills exactly its own struct. */
+static inline weft_status weft_world_desc_default(weft_world_desc *out) {
+  return weft_world_desc_init(out, (uint32_t)sizeof *out);
+}
+static inline weft_status weft_cloth_desc_default(weft_cloth_desc *out) {
+  return weft_cloth_desc_init(out, (uint32_t)sizeof *out);
+}
+static inline weft_status weft_collider_desc_default(weft_collider_desc *out) {
+  return weft_collider_desc_init(out, (uint32_t)sizeof *out);
+}
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_H_DESC_DEFAULTS */

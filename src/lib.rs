@@ -40,8 +40,10 @@ pub mod linalg;
 pub mod mesh;
 pub mod model;
 pub mod pipeline;
+#[cfg(feature = "render")]
 pub mod render;
 pub mod runtime;
+#[cfg(feature = "scene")]
 pub mod scene;
 pub mod state;
 pub mod world;
@@ -50,7 +52,7 @@ pub mod world;
 mod testing;
 
 /// The README's Rust example, compiled and run as a doctest.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "scene"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 

@@ -8,6 +8,16 @@
 //! - `tests/c/isometric.c` builds a pinned 9 × 9 isometric cloth
 //!   (`WEFT_MODEL_ISOMETRIC`), reads back its 4:1 subdivided mesh and
 //!   reproduces the state hash of the same cloth built through the Rust API;
+//! - `tests/c/engine_api.c` checks the edits an engine makes between steps under
+//!   valgrind: velocities read back equal the finite difference of the positions, a
+//!   teleport moves the cloth and its pins and the cloth steps on from there, a material
+//!   or gravity change takes effect;
+//! - `tests/c/older_header.c`, built against the frozen 0.1 header
+//!   (`tests/c/weft_0_1/weft.h`) and against `include/weft.h`, creates the same world
+//!   (the 0.1 structs' missing fields take their defaults) and prints the same state
+//!   hash; sizes below the first release's, between releases or above this library's
+//!   are refused with a message; the 0.1 build runs under valgrind with its structs
+//!   in heap blocks of exactly the 0.1 sizes;
 //! - `tests/c/bad_input.c` feeds every function NULLs, stale and foreign
 //!   handles, out-of-range indices, NaN/inf, zero and huge counts and
 //!   wrong-size descriptors, then steps a valid frame, under valgrind
@@ -125,8 +135,13 @@ enum Link {
     Shared,
 }
 
-/// Compiles one C file against the library with the flags.
+/// Compiles one C file against the library and `include/weft.h` with the flags.
 fn build_c(source: &Path, name: &str, link: Link) -> PathBuf {
+    build_c_with(source, name, link, &root().join("include"))
+}
+
+/// Compiles one C file against the library and the `weft.h` in `include`.
+fn build_c_with(source: &Path, name: &str, link: Link, include: &Path) -> PathBuf {
     ensure_tool("gcc", "gcc");
     let (a, so) = libraries();
     let out_dir = profile_dir().join("c_abi");
@@ -135,7 +150,7 @@ fn build_c(source: &Path, name: &str, link: Link) -> PathBuf {
     let mut cmd = Command::new("gcc");
     cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
         .arg("-I")
-        .arg(root().join("include"))
+        .arg(include)
         .arg(source)
         .arg("-o")
         .arg(&exe);
@@ -355,14 +370,9 @@ fn isometric_c_program_matches_the_rust_api() {
     }
 }
 
-#[test]
-fn bad_input_is_refused_under_valgrind() {
+/// Runs `exe` with `args` under valgrind memcheck: zero errors, zero leaks; returns stdout.
+fn under_valgrind(exe: &Path, args: &[&std::ffi::OsStr]) -> String {
     ensure_tool("valgrind", "valgrind");
-    let exe = build_c(
-        &root().join("tests/c/bad_input.c"),
-        "bad_input",
-        Link::Static,
-    );
     let out = Command::new("valgrind")
         .args([
             "--tool=memcheck",
@@ -377,15 +387,16 @@ fn bad_input_is_refused_under_valgrind() {
             "--suppressions={}",
             root().join("tests/c/valgrind.supp").display()
         ))
-        .arg(&exe)
-        .arg(root().join("samples/drape-33.toml"))
+        .arg(exe)
+        .args(args)
         .output()
         .expect("running valgrind");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "bad_input under valgrind failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "{} under valgrind failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        exe.display(),
         out.status
     );
     assert!(
@@ -398,5 +409,59 @@ fn bad_input_is_refused_under_valgrind() {
             "valgrind reports leaks ({kind}):\n{stderr}"
         );
     }
+    stdout
+}
+
+#[test]
+fn bad_input_is_refused_under_valgrind() {
+    let exe = build_c(
+        &root().join("tests/c/bad_input.c"),
+        "bad_input",
+        Link::Static,
+    );
+    let scene = root().join("samples/drape-33.toml");
+    let stdout = under_valgrind(&exe, &[scene.as_os_str()]);
     assert!(stdout.contains("bad_input: all checks passed"), "{stdout}");
+}
+
+#[test]
+fn engine_edits_take_effect_under_valgrind() {
+    let exe = build_c(
+        &root().join("tests/c/engine_api.c"),
+        "engine_api",
+        Link::Static,
+    );
+    let stdout = under_valgrind(&exe, &[]);
+    assert!(stdout.contains("engine_api: all checks passed"), "{stdout}");
+}
+
+#[test]
+fn a_host_built_against_the_0_1_header_gets_the_same_world() {
+    let source = root().join("tests/c/older_header.c");
+    let scene = root().join("samples/drape-33.toml");
+    let old = build_c_with(
+        &source,
+        "older_header_0_1",
+        Link::Static,
+        &root().join("tests/c/weft_0_1"),
+    );
+    let new = build_c(&source, "older_header", Link::Static);
+    let old_out = under_valgrind(&old, &[scene.as_os_str()]);
+    let new_out = String::from_utf8_lossy(&run(Command::new(&new).arg(&scene)).stdout).into_owned();
+    for out in [&old_out, &new_out] {
+        assert!(out.contains("older_header: all checks passed"), "{out}");
+    }
+    // The 0.1 cloth descriptor is the smaller one: the test really is of an older size.
+    assert!(old_out.contains("cloth 352 "), "{old_out}");
+    assert!(!new_out.contains("cloth 352 "), "{new_out}");
+    let hash = |out: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix("state_hash "))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        hash(&old_out),
+        hash(&new_out),
+        "0.1:\n{old_out}\ncurrent:\n{new_out}"
+    );
 }

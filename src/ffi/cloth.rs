@@ -11,21 +11,36 @@
 use glam::Vec3;
 
 use super::boundary::{ffi_boundary, try_mut};
-use super::desc::{ClothSpec, sized_ref, weft_cloth_desc};
+use super::desc::{ClothSpec, first_size, init_sized, read_sized, weft_cloth_desc};
 use super::handles::weft_cloth;
 use super::status::{FfiError, weft_status};
 use super::world::weft_world;
 
-/// Fills `*out` with the default cloth settings (`size` set, arrays NULL).
+/// Fills `*out` with the default cloth settings of weft 0.1's `weft_cloth_desc` (its first
+/// 352 bytes, `size` = 352): the entry point of hosts built against the 0.1 header. The
+/// header defines `weft_cloth_desc_default` as an inline call of `weft_cloth_desc_init(out,
+/// sizeof *out)`, which fills the struct of the caller's own header.
 ///
 /// # Safety
-/// `out` NULL or a writable `weft_cloth_desc`.
+/// `out` NULL or a writable 0.1 `weft_cloth_desc` (or larger).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_cloth_desc_default(out: *mut weft_cloth_desc) -> weft_status {
     ffi_boundary!("weft_cloth_desc_default", {
-        let out = try_mut!(out, "out");
-        *out = weft_cloth_desc::default_desc();
-        Ok(())
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, first_size::<weft_cloth_desc>(), "out") }
+    })
+}
+
+/// Fills the caller's `weft_cloth_desc` of `size` bytes (`sizeof *out`: this header's size or
+/// an older header's) with the default cloth settings, arrays NULL, `size` set.
+///
+/// # Safety
+/// `out` NULL or `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_desc_init(out: *mut weft_cloth_desc, size: u32) -> weft_status {
+    ffi_boundary!("weft_cloth_desc_init", {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, size, "out") }
     })
 }
 
@@ -47,11 +62,12 @@ pub unsafe extern "C" fn weft_cloth_create(
         let out = try_mut!(out, "out");
         *out = weft_cloth::default();
         // SAFETY: forwarded from this function's contract.
-        let desc = unsafe { sized_ref(desc, "desc", "weft_cloth_desc")? };
+        let desc = unsafe { read_sized(desc, "desc")? };
         // SAFETY: forwarded from this function's contract.
         let ClothSpec {
             desc: cloth,
             masses,
+            velocities,
             isometric,
         } = unsafe { desc.read()? };
         let index = match isometric {
@@ -60,6 +76,12 @@ pub unsafe extern "C" fn weft_cloth_create(
         };
         if let Some(m) = masses {
             if let Err(e) = w.world.set_cloth_masses(index, &m) {
+                w.in_pool(|world| world.remove_cloth(index).map(drop))?;
+                return Err(e.into());
+            }
+        }
+        if let Some(v) = velocities {
+            if let Err(e) = w.world.set_cloth_state(index, None, Some(&v)) {
                 w.in_pool(|world| world.remove_cloth(index).map(drop))?;
                 return Err(e.into());
             }
@@ -118,7 +140,7 @@ pub unsafe extern "C" fn weft_cloth_vertex_count(
 ///
 /// # Safety
 /// A non-null `vertices` holds `count` indices.
-unsafe fn read_vertices<'a>(
+pub(crate) unsafe fn read_vertices<'a>(
     vertices: *const u32,
     count: u32,
     n: usize,
@@ -288,6 +310,7 @@ const _: () = assert!(std::mem::size_of::<Vec3>() == 12 && std::mem::align_of::<
 #[derive(Clone, Copy)]
 enum Field {
     Positions,
+    Velocities,
     Normals,
 }
 
@@ -295,6 +318,7 @@ fn field(w: &mut weft_world, cloth: weft_cloth, f: Field) -> Result<&[Vec3], Ffi
     let index = w.cloth(cloth)?.index;
     match f {
         Field::Positions => Ok(w.world.cloths()[index].state().positions()),
+        Field::Velocities => Ok(w.world.cloths()[index].state().velocities()),
         Field::Normals => normals(w, cloth),
     }
 }
@@ -359,6 +383,26 @@ pub unsafe extern "C" fn weft_cloth_positions(
     })
 }
 
+/// Borrows the velocities: `*out` receives `3 * *out_count` floats (m/s per vertex, the
+/// state the next step starts from), as `weft_cloth_positions`. Within a substep the
+/// positions advance by the step's end velocity (x1 = x0 + h v1, the implicit step of
+/// Baraff & Witkin 1998); a vertex a collider's contact moved onto its surface has the move taken out of
+/// its velocity.
+///
+/// # Safety
+/// As `weft_cloth_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_velocities(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut *const f32,
+    out_count: *mut u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_velocities", {
+        borrow(world, cloth, out, out_count, Field::Velocities)
+    })
+}
+
 /// Borrows unit vertex normals (area-weighted; computed at the first call
 /// after a step): as `weft_cloth_positions`.
 ///
@@ -390,6 +434,22 @@ pub unsafe extern "C" fn weft_cloth_copy_positions(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_copy_positions", {
         copy(world, cloth, out, capacity, Field::Positions)
+    })
+}
+
+/// Copies the velocities (m/s) into `out`; as `weft_cloth_copy_positions`.
+///
+/// # Safety
+/// As `weft_cloth_copy_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_copy_velocities(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    out: *mut f32,
+    capacity: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_copy_velocities", {
+        copy(world, cloth, out, capacity, Field::Velocities)
     })
 }
 

@@ -2,23 +2,43 @@
 //! per-frame pose from which weft derives velocities.
 
 use super::boundary::{ffi_boundary, try_mut, try_ref};
-use super::desc::{ColliderSpec, read_pose, sized_ref, weft_collider_desc, weft_pose};
+use super::desc::{
+    ColliderSpec, first_size, init_sized, read_pose, read_sized, weft_collider_desc, weft_pose,
+};
 use super::handles::weft_collider;
 use super::status::weft_status;
 use super::world::{ColliderKind, weft_world};
 use crate::collide::shapes::Motion;
 use crate::world::{ColliderDesc, ObstacleDesc};
 
-/// Fills `*out` with the default collider (a static plane at the origin).
+/// Fills `*out` with the default collider of weft 0.1's `weft_collider_desc` (a static plane
+/// at the origin): the entry point of hosts built against the 0.1 header. The header defines
+/// `weft_collider_desc_default` as an inline call of `weft_collider_desc_init(out, sizeof
+/// *out)`.
 ///
 /// # Safety
-/// `out` NULL or a writable `weft_collider_desc`.
+/// `out` NULL or a writable 0.1 `weft_collider_desc` (or larger).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_collider_desc_default(out: *mut weft_collider_desc) -> weft_status {
     ffi_boundary!("weft_collider_desc_default", {
-        let out = try_mut!(out, "out");
-        *out = weft_collider_desc::default_desc();
-        Ok(())
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, first_size::<weft_collider_desc>(), "out") }
+    })
+}
+
+/// Fills the caller's `weft_collider_desc` of `size` bytes (`sizeof *out`: this header's size
+/// or an older header's) with the default collider (a static plane at the origin).
+///
+/// # Safety
+/// `out` NULL or `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_collider_desc_init(
+    out: *mut weft_collider_desc,
+    size: u32,
+) -> weft_status {
+    ffi_boundary!("weft_collider_desc_init", {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, size, "out") }
     })
 }
 
@@ -38,7 +58,7 @@ pub unsafe extern "C" fn weft_collider_create(
         let out = try_mut!(out, "out");
         *out = weft_collider::default();
         // SAFETY: forwarded from this function's contract.
-        let desc = unsafe { sized_ref(desc, "desc", "weft_collider_desc")? };
+        let desc = unsafe { read_sized(desc, "desc")? };
         // SAFETY: forwarded from this function's contract.
         let (spec, pose, friction, thickness) = unsafe { desc.read()? };
         // A value out of its range is an argument error; anything else, the mesh's.

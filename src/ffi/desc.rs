@@ -1,18 +1,20 @@
 //! `#[repr(C)]` descriptors and their validation into weft's Rust types.
 //!
 //! Every descriptor and out-struct begins with its own `size` (bytes), which
-//! the caller sets to `sizeof(struct)`: a later weft may append fields and
-//! still accept the older, shorter struct. This version accepts exactly its
-//! own size: new fields are only ever appended at the end of a struct, but a
-//! host built against an older `weft.h` gets `WEFT_STATUS_DESCRIPTOR_SIZE`
-//! (never a read past its struct: the size is read alone first,
-//! [`sized_ref`]) and must be rebuilt against the new header. Structs that
-//! grew so far: `weft_cloth_desc` (isometric model, bending model and
-//! integration, velocity smoothing), `weft_world_desc` (governor, wind),
-//! `weft_collider_desc` (thickness) and `weft_step_stats` (isometric
-//! figures). Enumerations inside descriptors are plain `uint32_t` with
-//! `WEFT_*` constants, so an unknown value from C is an error, never
-//! undefined behaviour.
+//! the caller sets to `sizeof(struct)`; new fields are only ever appended at the
+//! end. A struct from an older `weft.h` of the same major version is accepted: its
+//! `size` is one of the sizes that struct had in an earlier release
+//! ([`SizePrefixed::RELEASED_SIZES`]), its fields are read and the fields it does not
+//! have take their defaults ([`read_sized`]); an out-struct of an older size gets the
+//! fields it has ([`write_sized`]). The size is read alone first, so nothing is ever
+//! read or written past the caller's struct. Any other size, smaller than the first
+//! release's (no `weft.h` ever had it) or larger than this library's (a newer header),
+//! is `WEFT_STATUS_DESCRIPTOR_SIZE` with a message giving the accepted sizes.
+//! `*_desc_default` fills the struct of the caller's header: the header defines it as an
+//! inline call of `*_desc_init(out, sizeof *out)`. Structs that grew: `weft_cloth_desc`
+//! (`velocities`, after 0.1). Enumerations inside descriptors are plain `uint32_t` with
+//! `WEFT_*` constants, so an unknown value from C is an error, never undefined
+//! behaviour.
 
 use std::ffi::CStr;
 use std::os::raw::c_char;
@@ -412,6 +414,11 @@ pub struct weft_cloth_desc {
     pub velocity_smoothing: f32,
     /// CG iteration cap of velocity smoothing (default 8).
     pub smoothing_iterations: u32,
+    /// Optional (NULL, the default): `3 * vertex_count` floats, the initial velocity of each
+    /// vertex (m/s, at most `WEFT_MAX_SPEED`), replacing `initial_velocity`. Baraff–Witkin
+    /// only: with `WEFT_MODEL_ISOMETRIC` it must be NULL (set the subdivided mesh's
+    /// velocities with `weft_cloth_set_state`). Since 0.2.
+    pub velocities: *const f32,
 }
 
 /// A rigid placement: `rotation * p + position`.
@@ -549,59 +556,206 @@ pub struct weft_scene_info {
     pub collider_count: u32,
 }
 
-/// Dereferences the size-prefixed struct argument `arg` of type `what`: NULL is `NULL_ARGUMENT`; the
-/// leading `u32` size is read alone first and must equal `size_of::<T>()`
-/// (`DESCRIPTOR_SIZE`), so a smaller struct from an older header is never
-/// read past its end.
+/// A `#[repr(C)]` struct that begins with its own `u32` size, made only of integers, floats,
+/// raw pointers and arrays or structs of them (every bit pattern is a value), grown only by
+/// appending fields.
+pub(crate) trait SizePrefixed: Copy {
+    /// The C name, for messages.
+    const NAME: &'static str;
+    /// `sizeof` the struct in each earlier release of this major version, oldest (smallest)
+    /// first; empty while it never grew.
+    const RELEASED_SIZES: &'static [u32];
+    /// The struct with every field at its default (`size` set to this library's size).
+    fn defaults() -> Self;
+}
+
+/// `sizeof` the size-prefixed structs in weft 0.1 (the layout of `tests/c/weft_0_1/weft.h`).
+mod released {
+    pub(super) const CLOTH_DESC_0_1: u32 = 352;
+}
+
+// Fields appended since a release start at or after that release's size, so an older
+// struct's bytes (its trailing padding included) never land in a field it does not have.
+const _: () = {
+    assert!(std::mem::offset_of!(weft_cloth_desc, velocities) >= released::CLOTH_DESC_0_1 as usize);
+    assert!(std::mem::offset_of!(weft_world_desc, size) == 0);
+    assert!(std::mem::offset_of!(weft_cloth_desc, size) == 0);
+    assert!(std::mem::offset_of!(weft_collider_desc, size) == 0);
+    assert!(std::mem::offset_of!(weft_step_stats, size) == 0);
+    assert!(std::mem::offset_of!(weft_scene_info, size) == 0);
+};
+
+impl SizePrefixed for weft_world_desc {
+    const NAME: &'static str = "weft_world_desc";
+    const RELEASED_SIZES: &'static [u32] = &[];
+    fn defaults() -> Self {
+        Self::default_desc()
+    }
+}
+
+impl SizePrefixed for weft_cloth_desc {
+    const NAME: &'static str = "weft_cloth_desc";
+    const RELEASED_SIZES: &'static [u32] = &[released::CLOTH_DESC_0_1];
+    fn defaults() -> Self {
+        Self::default_desc()
+    }
+}
+
+impl SizePrefixed for weft_collider_desc {
+    const NAME: &'static str = "weft_collider_desc";
+    const RELEASED_SIZES: &'static [u32] = &[];
+    fn defaults() -> Self {
+        Self::default_desc()
+    }
+}
+
+impl SizePrefixed for weft_step_stats {
+    const NAME: &'static str = "weft_step_stats";
+    const RELEASED_SIZES: &'static [u32] = &[];
+    fn defaults() -> Self {
+        Self::from_stats(&FrameStats::default())
+    }
+}
+
+impl SizePrefixed for weft_scene_info {
+    const NAME: &'static str = "weft_scene_info";
+    const RELEASED_SIZES: &'static [u32] = &[];
+    fn defaults() -> Self {
+        Self {
+            size: std::mem::size_of::<Self>() as u32,
+            frames: 0,
+            fps: 0.0,
+            cloth_count: 0,
+            collider_count: 0,
+        }
+    }
+}
+
+/// `sizeof(T)` in the first release of this major version: what the exported
+/// `*_desc_default` entry points of hosts built against that header fill.
+pub(crate) fn first_size<T: SizePrefixed>() -> u32 {
+    T::RELEASED_SIZES
+        .first()
+        .copied()
+        .unwrap_or(std::mem::size_of::<T>() as u32)
+}
+
+/// The number of bytes of a caller's `T` whose leading field says `size`: this library's
+/// `sizeof(T)` or one of the sizes `T` had in an earlier release of this major version;
+/// anything else is `WEFT_STATUS_DESCRIPTOR_SIZE`.
+pub(crate) fn accepted_size<T: SizePrefixed>(size: u32) -> Result<usize, FfiError> {
+    let own = std::mem::size_of::<T>();
+    if size as usize == own || T::RELEASED_SIZES.contains(&size) {
+        return Ok(size as usize);
+    }
+    let first = T::RELEASED_SIZES.first().map_or(own, |&s| s as usize);
+    let why = if (size as usize) < first {
+        format!("below {first}, the size of the first release's {}", T::NAME)
+    } else if size as usize > own {
+        "larger than this library's: a newer weft.h (link a newer weft)".to_string()
+    } else {
+        "not the size of any release's struct".to_string()
+    };
+    let older: Vec<String> = T::RELEASED_SIZES.iter().map(u32::to_string).collect();
+    let accepted = if older.is_empty() {
+        format!("{own}")
+    } else {
+        format!("{own} or, from an older weft.h, {}", older.join(", "))
+    };
+    Err(FfiError::new(
+        weft_status::WEFT_STATUS_DESCRIPTOR_SIZE,
+        format!(
+            "{}.size is {size}, {why}; weft {} accepts {accepted} \
+             (set it to sizeof({}))",
+            T::NAME,
+            env!("CARGO_PKG_VERSION"),
+            T::NAME
+        ),
+    ))
+}
+
+/// Reads the size-prefixed struct argument `arg`: NULL is `NULL_ARGUMENT`; the leading
+/// `u32` size is read alone first ([`accepted_size`]), then that many bytes over the
+/// defaults, so the fields an older struct lacks take their defaults. The copy's `size` is
+/// this library's.
 ///
 /// # Safety
-/// A non-null `ptr` points at a readable, aligned struct that begins with a
-/// `u32` size and holds at least that many bytes.
-pub(crate) unsafe fn sized_ref<'a, T>(
-    ptr: *const T,
-    arg: &str,
-    what: &str,
-) -> Result<&'a T, FfiError> {
+/// A non-null `ptr` points at a readable struct that begins with a `u32` size and holds at
+/// least that many bytes.
+pub(crate) unsafe fn read_sized<T: SizePrefixed>(ptr: *const T, arg: &str) -> Result<T, FfiError> {
     if ptr.is_null() {
         return Err(FfiError::null(arg));
     }
-    // SAFETY: non-null; every size-prefixed struct begins with its `u32` size.
-    let size = unsafe { ptr.cast::<u32>().read() };
-    check_size::<T>(size, what)?;
-    // SAFETY: the caller's struct holds `size` = size_of::<T>() bytes.
-    Ok(unsafe { &*ptr })
+    // SAFETY: non-null; every size-prefixed struct begins with its `u32` size (asserted
+    // above for each), and `u32` has no invalid bit pattern.
+    let size = unsafe { ptr.cast::<u32>().read_unaligned() };
+    let n = accepted_size::<T>(size)?;
+    let mut value = T::defaults();
+    // SAFETY: the caller's struct holds `n` readable bytes (its size); `value` holds
+    // size_of::<T>() ≥ n; they do not overlap; `T` is plain data (`SizePrefixed`), so
+    // the bytes of an older layout of it are valid values of the fields they cover.
+    unsafe {
+        std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), (&raw mut value).cast::<u8>(), n);
+        (&raw mut value)
+            .cast::<u32>()
+            .write(std::mem::size_of::<T>() as u32);
+    }
+    Ok(value)
 }
 
-/// [`sized_ref`] for an out-struct.
+/// Writes `value` into the caller's size-prefixed out-struct `arg`: NULL is
+/// `NULL_ARGUMENT`; the caller's `size` is read first ([`accepted_size`]) and only that many
+/// bytes are written (an older struct gets the fields it has); its `size` stays the caller's.
 ///
 /// # Safety
-/// As [`sized_ref`], and writable.
-pub(crate) unsafe fn sized_mut<'a, T>(
+/// A non-null `ptr` points at a writable struct that begins with a `u32` size and holds at
+/// least that many bytes.
+pub(crate) unsafe fn write_sized<T: SizePrefixed>(
     ptr: *mut T,
     arg: &str,
-    what: &str,
-) -> Result<&'a mut T, FfiError> {
+    value: &T,
+) -> Result<(), FfiError> {
     if ptr.is_null() {
         return Err(FfiError::null(arg));
     }
-    // SAFETY: non-null; every size-prefixed struct begins with its `u32` size.
-    let size = unsafe { ptr.cast::<u32>().read() };
-    check_size::<T>(size, what)?;
-    // SAFETY: the caller's struct holds `size` = size_of::<T>() writable bytes.
-    Ok(unsafe { &mut *ptr })
+    // SAFETY: as in `read_sized`.
+    let size = unsafe { ptr.cast::<u32>().read_unaligned() };
+    let n = accepted_size::<T>(size)?;
+    // SAFETY: the caller's struct holds `n` writable bytes; `value` holds size_of::<T>() ≥ n;
+    // they do not overlap (`value` is weft's).
+    unsafe {
+        std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), ptr.cast::<u8>(), n);
+        ptr.cast::<u32>().write_unaligned(size);
+    }
+    Ok(())
 }
 
-/// Checks that a struct's leading `size` equals this library's `size_of::<T>()`.
-pub(crate) fn check_size<T>(size: u32, what: &str) -> Result<(), FfiError> {
-    let expected = std::mem::size_of::<T>();
-    if size as usize == expected {
-        Ok(())
-    } else {
-        Err(FfiError::new(
-            weft_status::WEFT_STATUS_DESCRIPTOR_SIZE,
-            format!("{what}.size is {size}, this library's {what} has {expected} bytes"),
-        ))
+/// Fills the caller's `T` of `size` bytes with the defaults (`size` set to `size`).
+///
+/// # Safety
+/// A non-null `ptr` points at `size` writable bytes.
+pub(crate) unsafe fn init_sized<T: SizePrefixed>(
+    ptr: *mut T,
+    size: u32,
+    arg: &str,
+) -> Result<(), FfiError> {
+    if ptr.is_null() {
+        return Err(FfiError::null(arg));
     }
+    let n = accepted_size::<T>(size)?;
+    let value = T::defaults();
+    // SAFETY: the caller's struct holds `n` = `size` writable bytes (this function's
+    // contract); `value` holds size_of::<T>() ≥ n; no overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&raw const value).cast::<u8>(), ptr.cast::<u8>(), n);
+        ptr.cast::<u32>().write_unaligned(size);
+    }
+    Ok(())
+}
+
+/// Checks that a struct's leading `size` is one this library accepts ([`accepted_size`]).
+pub(crate) fn check_size<T: SizePrefixed>(size: u32) -> Result<(), FfiError> {
+    accepted_size::<T>(size).map(drop)
 }
 
 fn finite(v: f32, what: &str) -> Result<f32, FfiError> {
@@ -765,7 +919,7 @@ impl weft_world_desc {
 
     /// Validated world settings.
     pub(crate) fn settings(&self) -> Result<WorldSettings, FfiError> {
-        check_size::<Self>(self.size, "weft_world_desc")?;
+        check_size::<Self>(self.size)?;
         let gravity = vec3(self.gravity, "gravity")?;
         crate::limits::check_gravity(gravity).map_err(range)?;
         count(self.substeps, 1, 1000, "substeps")?;
@@ -835,7 +989,7 @@ impl weft_wind {
     }
 
     /// The validated wind, `None` when disabled (the scene file's `[wind]` checks).
-    fn read(&self) -> Result<Option<Wind>, FfiError> {
+    pub(crate) fn read(&self) -> Result<Option<Wind>, FfiError> {
         match self.enabled {
             0 => return Ok(None),
             1 => {}
@@ -1072,6 +1226,7 @@ impl weft_cloth_desc {
             bending_integration: WEFT_BENDING_INTEGRATION_IMPLICIT,
             velocity_smoothing: 0.0,
             smoothing_iterations: 8,
+            velocities: std::ptr::null(),
         }
     }
 
@@ -1082,7 +1237,7 @@ impl weft_cloth_desc {
     /// The pointers must hold the lengths the field docs give; `name`, when
     /// not NULL, must be NUL-terminated.
     pub(crate) unsafe fn read(&self) -> Result<ClothSpec, FfiError> {
-        check_size::<Self>(self.size, "weft_cloth_desc")?;
+        check_size::<Self>(self.size)?;
         if self.model != WEFT_MODEL_BARAFF_WITKIN && self.model != WEFT_MODEL_ISOMETRIC {
             return Err(FfiError::new(
                 weft_status::WEFT_STATUS_UNSUPPORTED,
@@ -1143,6 +1298,34 @@ impl weft_cloth_desc {
                 )));
             }
             Some(m.to_vec())
+        };
+        let velocities = if self.velocities.is_null() {
+            None
+        } else {
+            if self.model == WEFT_MODEL_ISOMETRIC {
+                return Err(FfiError::invalid(
+                    "`velocities` must be NULL with WEFT_MODEL_ISOMETRIC: the simulated mesh is \
+                     the 4:1 subdivision (set its velocities with weft_cloth_set_state)",
+                ));
+            }
+            // SAFETY: a non-null `velocities` holds 3 floats per vertex (field doc).
+            let v = unsafe { slice(self.velocities, 3 * n, "velocities")? };
+            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                return Err(FfiError::non_finite(&format!(
+                    "velocities[{i}] (vertex {})",
+                    i / 3
+                )));
+            }
+            let v: Vec<Vec3> = v
+                .chunks_exact(3)
+                .map(|p| Vec3::new(p[0], p[1], p[2]))
+                .collect();
+            for (i, v) in v.iter().enumerate() {
+                crate::limits::check_speed("velocities", *v).map_err(|e| {
+                    FfiError::invalid(format!("velocities of vertex {i}: {}", e.message))
+                })?;
+            }
+            Some(v)
         };
         let name = if self.name.is_null() {
             "cloth".to_string()
@@ -1322,6 +1505,7 @@ impl weft_cloth_desc {
         Ok(ClothSpec {
             desc,
             masses,
+            velocities,
             isometric: (self.model == WEFT_MODEL_ISOMETRIC).then_some(isometric),
         })
     }
@@ -1333,6 +1517,8 @@ pub(crate) struct ClothSpec {
     pub(crate) desc: ClothDesc,
     /// Per-vertex masses replacing the lumped ones (Baraff–Witkin only).
     pub(crate) masses: Option<Vec<f32>>,
+    /// Per-vertex initial velocities replacing `initial_velocity` (Baraff–Witkin only).
+    pub(crate) velocities: Option<Vec<Vec3>>,
     /// The isometric model, for `WEFT_MODEL_ISOMETRIC`.
     pub(crate) isometric: Option<IsometricDesc>,
 }
@@ -1371,7 +1557,7 @@ impl weft_collider_desc {
     /// For `WEFT_SHAPE_TRIANGLE_MESH` the mesh pointers must hold the lengths
     /// the field docs give.
     pub(crate) unsafe fn read(&self) -> Result<(ColliderSpec, Pose, f32, f32), FfiError> {
-        check_size::<Self>(self.size, "weft_collider_desc")?;
+        check_size::<Self>(self.size)?;
         let spec = match self.shape {
             WEFT_SHAPE_PLANE => ColliderSpec::Analytic(Shape::Plane),
             WEFT_SHAPE_SPHERE => ColliderSpec::Analytic(Shape::Sphere {
@@ -1465,7 +1651,7 @@ impl weft_step_stats {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "scene"))]
 mod tests {
     use std::path::Path;
 

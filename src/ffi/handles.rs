@@ -132,6 +132,7 @@ impl<T> HandleTable<T> {
     }
 
     /// Number of live entries.
+    #[cfg(any(test, feature = "scene"))]
     pub(crate) fn len(&self) -> usize {
         self.slots.iter().filter(|s| s.value.is_some()).count()
     }

@@ -102,6 +102,7 @@ impl From<EditError> for FfiError {
             | EditError::NoObstacle { .. }
             | EditError::OwnedByCollider { .. } => S::WEFT_STATUS_STALE_HANDLE,
             EditError::VertexOutOfRange { .. } => S::WEFT_STATUS_OUT_OF_RANGE,
+            EditError::WrongModel { .. } => S::WEFT_STATUS_UNSUPPORTED,
             EditError::NotPinned { .. } | EditError::Value { .. } => {
                 S::WEFT_STATUS_INVALID_ARGUMENT
             }

@@ -10,7 +10,8 @@ use glam::Vec3;
 
 use super::boundary::{ffi_boundary, last_error_ptr, try_mut, try_ref};
 use super::desc::{
-    WEFT_MAX_THREADS, sized_mut, sized_ref, weft_scene_info, weft_step_stats, weft_world_desc,
+    WEFT_MAX_THREADS, check_size, first_size, init_sized, read_sized, weft_scene_info,
+    weft_step_stats, weft_world_desc, write_sized,
 };
 use super::handles::{HandleTable, weft_cloth, weft_collider};
 use super::status::{FfiError, weft_status};
@@ -424,7 +425,7 @@ pub(crate) unsafe fn read_str<'a>(
         .map_err(|_| FfiError::invalid(format!("`{what}` is not valid UTF-8")))
 }
 
-/// The library version, e.g. "0.1.0" (a static string; never fails).
+/// The library version, e.g. "0.2.0" (a static string; never fails).
 #[unsafe(no_mangle)]
 pub extern "C" fn weft_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
@@ -437,16 +438,30 @@ pub extern "C" fn weft_last_error() -> *const c_char {
     last_error_ptr()
 }
 
-/// Fills `*out` with the default world settings (`size` set).
+/// Fills `*out` with the default world settings of weft 0.1's `weft_world_desc` (`size`
+/// set): the entry point of hosts built against the 0.1 header. The header defines
+/// `weft_world_desc_default` as an inline call of `weft_world_desc_init(out, sizeof *out)`.
 ///
 /// # Safety
-/// `out` must be NULL or point at a writable `weft_world_desc`.
+/// `out` must be NULL or point at a writable 0.1 `weft_world_desc` (or larger).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_world_desc_default(out: *mut weft_world_desc) -> weft_status {
     ffi_boundary!("weft_world_desc_default", {
-        let out = try_mut!(out, "out");
-        *out = weft_world_desc::default_desc();
-        Ok(())
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, first_size::<weft_world_desc>(), "out") }
+    })
+}
+
+/// Fills the caller's `weft_world_desc` of `size` bytes (`sizeof *out`: this header's size or
+/// an older header's) with the default world settings, `size` set.
+///
+/// # Safety
+/// `out` NULL or `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_world_desc_init(out: *mut weft_world_desc, size: u32) -> weft_status {
+    ffi_boundary!("weft_world_desc_init", {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { init_sized(out, size, "out") }
     })
 }
 
@@ -464,7 +479,7 @@ pub unsafe extern "C" fn weft_world_create(
         let out = try_mut!(out, "out");
         *out = std::ptr::null_mut();
         // SAFETY: forwarded from this function's contract.
-        let desc = unsafe { sized_ref(desc, "desc", "weft_world_desc")? };
+        let desc = unsafe { read_sized(desc, "desc")? };
         let settings = desc.settings()?;
         let w = weft_world::new(desc.worker_threads, || Ok(World::new(settings)))?;
         *out = Box::into_raw(Box::new(w));
@@ -489,7 +504,8 @@ pub unsafe extern "C" fn weft_world_destroy(world: *mut weft_world) -> weft_stat
 }
 
 /// Loads a scene file (TOML, `samples/README.md`) into a new world with its
-/// settings, cloths and colliders; `*out_info` receives its fps, frames and
+/// settings, cloths and colliders (`WEFT_STATUS_UNSUPPORTED` from a library built
+/// without the `scene` feature); `*out_info` receives its fps, frames and
 /// counts (set `out_info->size` first). Handles: `weft_world_cloths`,
 /// `weft_world_colliders`.
 ///
@@ -507,24 +523,51 @@ pub unsafe extern "C" fn weft_scene_load(
         let out_world = try_mut!(out_world, "out_world");
         *out_world = std::ptr::null_mut();
         // SAFETY: forwarded from this function's contract.
-        let info = unsafe { sized_mut(out_info, "out_info", "weft_scene_info")? };
+        if out_info.is_null() {
+            return Err(FfiError::null("out_info"));
+        }
+        // SAFETY: non-null; a size-prefixed struct begins with its size.
+        check_size::<weft_scene_info>(unsafe { out_info.cast::<u32>().read_unaligned() })?;
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { read_str(path, "path")? };
-        let scene_err = |e: crate::scene::SceneError| {
-            FfiError::new(weft_status::WEFT_STATUS_SCENE, e.to_string())
-        };
-        let scene = crate::scene::load(Path::new(path)).map_err(scene_err)?;
-        let w = weft_world::new(worker_threads, || scene.instantiate().map_err(scene_err))?;
-        *info = weft_scene_info {
-            size: std::mem::size_of::<weft_scene_info>() as u32,
-            frames: scene.frames,
-            fps: scene.fps,
-            cloth_count: w.cloths.len() as u32,
-            collider_count: w.colliders.len() as u32,
-        };
+        let (w, info) = load_scene(Path::new(path), worker_threads)?;
+        // SAFETY: forwarded from this function's contract (its size was checked above).
+        unsafe { write_sized(out_info, "out_info", &info)? };
         *out_world = Box::into_raw(Box::new(w));
         Ok(())
     })
+}
+
+/// A scene file's world and what `weft_scene_load` reports of it.
+#[cfg(feature = "scene")]
+fn load_scene(path: &Path, worker_threads: u32) -> Result<(weft_world, weft_scene_info), FfiError> {
+    let scene_err =
+        |e: crate::scene::SceneError| FfiError::new(weft_status::WEFT_STATUS_SCENE, e.to_string());
+    let scene = crate::scene::load(path).map_err(scene_err)?;
+    let w = weft_world::new(worker_threads, || scene.instantiate().map_err(scene_err))?;
+    let info = weft_scene_info {
+        size: std::mem::size_of::<weft_scene_info>() as u32,
+        frames: scene.frames,
+        fps: scene.fps,
+        cloth_count: w.cloths.len() as u32,
+        collider_count: w.colliders.len() as u32,
+    };
+    Ok((w, info))
+}
+
+/// Built without scene files: every header has `weft_scene_load`, this library refuses it.
+#[cfg(not(feature = "scene"))]
+fn load_scene(
+    path: &Path,
+    _worker_threads: u32,
+) -> Result<(weft_world, weft_scene_info), FfiError> {
+    Err(FfiError::new(
+        weft_status::WEFT_STATUS_UNSUPPORTED,
+        format!(
+            "cannot load {}: this weft was built without the `scene` feature",
+            path.display()
+        ),
+    ))
 }
 
 /// Writes up to `capacity` cloth handles, in creation order, to `out`;
@@ -654,8 +697,15 @@ pub unsafe extern "C" fn weft_world_step(
     ffi_boundary!("weft_world_step", {
         let w = try_mut!(world, "world");
         // SAFETY: forwarded from this function's contract.
-        let out = unsafe { sized_mut(stats, "stats", "weft_step_stats")? };
-        *out = w.step(dt)?;
+        if stats.is_null() {
+            return Err(FfiError::null("stats"));
+        }
+        // SAFETY: non-null; a size-prefixed struct begins with its size. Checked before the
+        // step, so a bad size changes nothing.
+        check_size::<weft_step_stats>(unsafe { stats.cast::<u32>().read_unaligned() })?;
+        let out = w.step(dt)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { write_sized(stats, "stats", &out)? };
         Ok(())
     })
 }

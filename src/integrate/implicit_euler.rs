@@ -310,6 +310,19 @@ impl ImplicitEuler {
         &self.settings
     }
 
+    /// Forgets the previous solve's Δv, the warm start of the next PCG solve (after a
+    /// teleport: it belongs to the old state). The next solve starts cold, from `z`.
+    pub fn forget_warm_start(&mut self) {
+        self.dv.fill(Vec3::ZERO);
+    }
+
+    /// Replaces the material (stretch, shear, bending and their damping) used from the next
+    /// assembly on; the rest data and the pattern do not depend on it.
+    pub fn set_material(&mut self, membrane: MembraneParams, bend: BendParams) {
+        self.settings.membrane = membrane;
+        self.settings.bend = bend;
+    }
+
     /// Rest data of every triangle.
     #[must_use]
     pub fn triangle_rest(&self) -> &[TriangleRest] {

@@ -1,4 +1,5 @@
-//! Edits between frames: removal, pins, per-vertex masses, collider and obstacle poses and motions.
+//! Edits between frames: removal, pins, per-vertex masses, collider and obstacle poses and motions,
+//! teleports (a cloth's state set outright) and material changes.
 
 use glam::Vec3;
 
@@ -8,6 +9,7 @@ use crate::collide::track::Track;
 use crate::integrate::contact::PinTarget;
 use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
+use crate::model::baraff_witkin::{BendParams, MembraneParams};
 use crate::state::ClothState;
 
 use super::World;
@@ -66,6 +68,15 @@ pub enum EditError {
         cloth: usize,
         /// The vertex.
         vertex: u32,
+    },
+    /// The edit does not apply to the cloth's model (a Baraff–Witkin material on an isometric
+    /// cloth).
+    #[error("cloth {cloth}: {message}")]
+    WrongModel {
+        /// The cloth.
+        cloth: usize,
+        /// What does not apply, and what to use instead.
+        message: &'static str,
     },
     /// A value is NaN, infinite or out of its range.
     #[error("{what}: {message}")]
@@ -425,6 +436,132 @@ impl World {
         }
         c.backup = state.clone();
         c.state = state;
+        Ok(())
+    }
+}
+
+/// Teleports and material changes.
+impl World {
+    /// Sets the state of cloth `cloth` outright: `positions` (m) and/or `velocities` (m/s), one
+    /// per vertex (for an isometric cloth, per vertex of its subdivided mesh); `None` keeps
+    /// that half of the state. A teleport, not a motion: the step that follows starts from the
+    /// new state with no velocity implied by the jump.
+    ///
+    /// Pinned vertices move with it: a moved pin's target becomes the vertex's new position
+    /// (its target velocity is kept). Vertices of a keyframed pin track
+    /// ([`World::set_pin_track`]) are put back on their track by the next substep; set the
+    /// track again after a teleport that moves them. History that belongs to the old state
+    /// is dropped: the collider contacts engaged before (they re-engage from the new
+    /// geometry), the warm start of the next linear solve and, for an isometric cloth, its
+    /// BDF2 history and warm starts. The cloth's future then depends only on the state given.
+    ///
+    /// What the collision stage then guarantees (`docs/methods/teleport.md`): it never creates
+    /// a crossing between the cloth and a collider's surface (analytic colliders take part
+    /// through their tessellation) or the cloth itself, and it does not undo one. A teleport
+    /// that leaves the cloth outside every collider and free of self-crossings keeps the
+    /// guarantees of any other step; one that puts vertices inside a collider leaves the cloth
+    /// caught on it: the vertices inside stay inside (neighbours may be drawn in), positions stay finite, and the cloth is
+    /// freed by the next teleport that puts it outside. The host places a teleported cloth
+    /// outside the colliders.
+    ///
+    /// # Errors
+    /// No such cloth, a slice of the wrong length, a position beyond
+    /// `limits::MAX_COORDINATE` or a velocity beyond `limits::MAX_SPEED` (NaN and infinities
+    /// included): nothing changes.
+    pub fn set_cloth_state(
+        &mut self,
+        cloth: usize,
+        positions: Option<&[Vec3]>,
+        velocities: Option<&[Vec3]>,
+    ) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        let n = c.state.len();
+        for (what, values) in [("positions", positions), ("velocities", velocities)] {
+            if let Some(values) = values.filter(|v| v.len() != n) {
+                return Err(EditError::Value {
+                    what,
+                    message: format!("{} values for {n} vertices", values.len()),
+                });
+            }
+        }
+        if let Some(x) = positions {
+            limits::check_points("positions", x)?;
+        }
+        if let Some(v) = velocities {
+            for (i, v) in v.iter().enumerate() {
+                limits::check_speed("velocities", *v).map_err(|e| EditError::Value {
+                    what: "velocities",
+                    message: format!("vertex {i}: {}", e.message),
+                })?;
+            }
+        }
+        if let Some(x) = positions {
+            c.state.positions_mut().copy_from_slice(x);
+            for p in &mut c.pins {
+                p.target = x[p.vertex as usize];
+            }
+        }
+        if let Some(v) = velocities {
+            c.state.velocities_mut().copy_from_slice(v);
+        }
+        c.constraints.reset_history();
+        c.system.forget_warm_start();
+        if let Some(iso) = c.isometric.as_mut() {
+            iso.reset();
+        }
+        Ok(())
+    }
+
+    /// Replaces the Baraff–Witkin material of cloth `cloth`: stretch, shear and their damping
+    /// and rest stretch (`membrane`), bending stiffness and damping (`bend`), from the next
+    /// step on. The rest shape, rest angles and solver settings are those of creation.
+    ///
+    /// # Errors
+    /// No such cloth, an isometric cloth ([`EditError::WrongModel`]: its material is set at
+    /// creation), or a stiffness or damping that is negative or not finite, or a rest stretch
+    /// that is not positive: nothing changes.
+    pub fn set_cloth_material(
+        &mut self,
+        cloth: usize,
+        membrane: MembraneParams,
+        bend: BendParams,
+    ) -> Result<(), EditError> {
+        let c = self.cloth_mut(cloth)?;
+        if c.isometric.is_some() {
+            return Err(EditError::WrongModel {
+                cloth,
+                message: "an isometric cloth has no Baraff–Witkin material (its bending is \
+                          set at creation)",
+            });
+        }
+        for (value, what) in [
+            (membrane.stretch_u, "material.stretch_u"),
+            (membrane.stretch_v, "material.stretch_v"),
+            (membrane.shear, "material.shear"),
+            (membrane.stretch_damping, "material.stretch_damping"),
+            (membrane.shear_damping, "material.shear_damping"),
+            (bend.stiffness, "material.bend"),
+            (bend.damping, "material.bend_damping"),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(EditError::Value {
+                    what,
+                    message: format!("must be finite and non-negative, got {value}"),
+                });
+            }
+        }
+        for (value, what) in [
+            (membrane.rest_stretch_u, "material.rest_stretch_u"),
+            (membrane.rest_stretch_v, "material.rest_stretch_v"),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(EditError::Value {
+                    what,
+                    message: format!("must be finite and positive, got {value}"),
+                });
+            }
+        }
+        c.system.set_material(membrane, bend);
         Ok(())
     }
 }

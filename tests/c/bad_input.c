@@ -1069,6 +1069,151 @@ int main(int argc, char **argv) {
       fprintf(stderr, "after the refused calls the pin is not at its target\n");
       failures++;
     }
+
+    /* ---- Edits between steps: teleport, velocities, material, gravity, wind, tracks.
+     * Every refused call leaves the state hash as it was. ---- */
+    {
+      static float xs[3 * G * G];
+      static float vs[3 * G * G];
+      weft_cloth stale_cloth = hc;
+      stale_cloth.generation += 7;
+      OK(weft_cloth_copy_positions(hw, hc, xs, G * G));
+      OK(weft_cloth_copy_velocities(hw, hc, vs, G * G));
+      EXPECT(weft_cloth_copy_velocities(hw, hc, vs, G * G - 1), WEFT_STATUS_BUFFER_TOO_SMALL);
+      EXPECT(weft_cloth_copy_velocities(hw, hc, NULL, G * G), WEFT_STATUS_NULL_ARGUMENT);
+      EXPECT(weft_cloth_copy_velocities(NULL, hc, vs, G * G), WEFT_STATUS_NULL_ARGUMENT);
+      EXPECT(weft_cloth_copy_velocities(hw, stale_cloth, vs, G * G), WEFT_STATUS_STALE_HANDLE);
+      const float *vview = NULL;
+      uint32_t vn = 0;
+      EXPECT(weft_cloth_velocities(hw, hc, NULL, &vn), WEFT_STATUS_NULL_ARGUMENT);
+      EXPECT(weft_cloth_velocities(hw, hc, &vview, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      EXPECT(weft_cloth_velocities(hw, stale_cloth, &vview, &vn), WEFT_STATUS_STALE_HANDLE);
+      OK(weft_cloth_velocities(hw, hc, &vview, &vn));
+      if (vn != G * G || memcmp(vview, vs, sizeof vs) != 0) {
+        fprintf(stderr, "the velocity view and the copy differ\n");
+        failures++;
+      }
+      REFUSED(hw, weft_cloth_set_state(NULL, hc, xs, vs, G * G), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_state(hw, hc, NULL, NULL, G * G), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_state(hw, stale_cloth, xs, vs, G * G), WEFT_STATUS_STALE_HANDLE);
+      REFUSED(hw, weft_cloth_set_state(other, hc, xs, vs, G * G), WEFT_STATUS_STALE_HANDLE);
+      REFUSED(hw, weft_cloth_set_state(hw, hc, xs, vs, G * G - 1), WEFT_STATUS_INVALID_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_state(hw, hc, xs, vs, 0xFFFFFFFFu), WEFT_STATUS_INVALID_ARGUMENT);
+      float keep = xs[7];
+      xs[7] = nan;
+      REFUSED(hw, weft_cloth_set_state(hw, hc, xs, vs, G * G), WEFT_STATUS_NON_FINITE);
+      xs[7] = 1e30f;
+      REFUSED(hw, weft_cloth_set_state(hw, hc, xs, vs, G * G), WEFT_STATUS_INVALID_ARGUMENT);
+      xs[7] = keep;
+      keep = vs[4];
+      vs[4] = inf;
+      REFUSED(hw, weft_cloth_set_state(hw, hc, xs, vs, G * G), WEFT_STATUS_NON_FINITE);
+      vs[4] = 1000.0f; /* past WEFT_MAX_SPEED */
+      REFUSED(hw, weft_cloth_set_state(hw, hc, NULL, vs, G * G), WEFT_STATUS_INVALID_ARGUMENT);
+      vs[4] = keep;
+
+      weft_material mat;
+      EXPECT(weft_cloth_material(hw, hc, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      EXPECT(weft_cloth_material(hw, stale_cloth, &mat), WEFT_STATUS_STALE_HANDLE);
+      OK(weft_cloth_material(hw, hc, &mat));
+      REFUSED(hw, weft_cloth_set_material(hw, hc, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_material(hw, stale_cloth, &mat), WEFT_STATUS_STALE_HANDLE);
+      weft_material bad_mat = mat;
+      bad_mat.shear = -1.0;
+      REFUSED(hw, weft_cloth_set_material(hw, hc, &bad_mat), WEFT_STATUS_INVALID_ARGUMENT);
+      bad_mat = mat;
+      bad_mat.bend = (double)nan;
+      REFUSED(hw, weft_cloth_set_material(hw, hc, &bad_mat), WEFT_STATUS_NON_FINITE);
+      bad_mat = mat;
+      bad_mat.rest_stretch_u = 0.0;
+      REFUSED(hw, weft_cloth_set_material(hw, hc, &bad_mat), WEFT_STATUS_INVALID_ARGUMENT);
+      weft_material after;
+      OK(weft_cloth_material(hw, hc, &after));
+      if (memcmp(&after, &mat, sizeof mat) != 0) {
+        fprintf(stderr, "a refused material changed the material\n");
+        failures++;
+      }
+
+      float g[3] = {0.0f, -9.81f, 0.0f};
+      float g_now[3];
+      OK(weft_world_gravity(hw, g_now));
+      EXPECT(weft_world_gravity(hw, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_world_set_gravity(NULL, g), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_world_set_gravity(hw, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      g[1] = nan;
+      REFUSED(hw, weft_world_set_gravity(hw, g), WEFT_STATUS_NON_FINITE);
+      g[1] = -1000.0f;
+      REFUSED(hw, weft_world_set_gravity(hw, g), WEFT_STATUS_INVALID_ARGUMENT);
+      float g_after[3];
+      OK(weft_world_gravity(hw, g_after));
+      if (memcmp(g_now, g_after, sizeof g_now) != 0) {
+        fprintf(stderr, "a refused gravity changed the gravity\n");
+        failures++;
+      }
+      weft_wind wind = wd.wind;
+      wind.enabled = 1;
+      wind.velocity[0] = 2.0f;
+      REFUSED(hw, weft_world_set_wind(hw, NULL), WEFT_STATUS_NULL_ARGUMENT);
+      weft_wind bad_wind = wind;
+      bad_wind.enabled = 3;
+      REFUSED(hw, weft_world_set_wind(hw, &bad_wind), WEFT_STATUS_INVALID_ARGUMENT);
+      bad_wind = wind;
+      bad_wind.velocity[1] = nan;
+      REFUSED(hw, weft_world_set_wind(hw, &bad_wind), WEFT_STATUS_NON_FINITE);
+      bad_wind = wind;
+      bad_wind.velocity[1] = 1e30f;
+      REFUSED(hw, weft_world_set_wind(hw, &bad_wind), WEFT_STATUS_INVALID_ARGUMENT);
+
+      weft_keyframe keys[2];
+      keys[0].time = 0.0;
+      keys[0].pose = sd.pose;
+      keys[0].pose.position[1] = 0.0f;
+      keys[1] = keys[0];
+      keys[1].time = 1.0;
+      keys[1].pose.position[0] = 0.1f;
+      float pivot[3] = {0.0f, 0.5f, 0.0f};
+      uint32_t edge[2] = {0, 1};
+      uint32_t beyond[2] = {0, G * G};
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, NULL, 2), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, NULL, keys, 2), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, NULL, 2, pivot, keys, 2), WEFT_STATUS_NULL_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 0), WEFT_STATUS_INVALID_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 0, pivot, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, beyond, 2, pivot, keys, 2), WEFT_STATUS_OUT_OF_RANGE);
+      REFUSED(hw, weft_cloth_set_pin_track(hw, stale_cloth, edge, 2, pivot, keys, 2), WEFT_STATUS_STALE_HANDLE);
+      pivot[2] = nan;
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2), WEFT_STATUS_NON_FINITE);
+      pivot[2] = 0.0f;
+      keys[1].time = 0.0; /* not increasing */
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      keys[1].time = (double)nan;
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2), WEFT_STATUS_NON_FINITE);
+      keys[1].time = 1e-4; /* 0.1 m in 0.1 ms: past WEFT_MAX_SPEED */
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      REFUSED(hw, weft_collider_set_track(hw, hs, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      keys[1].time = 1.0;
+      keys[1].pose.rotation[3] = 3.0f; /* not a unit quaternion */
+      REFUSED(hw, weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      REFUSED(hw, weft_collider_set_track(hw, hs, keys, 2), WEFT_STATUS_INVALID_ARGUMENT);
+      keys[1].pose.rotation[3] = 1.0f;
+      weft_collider stale_collider = hs;
+      stale_collider.generation += 3;
+      REFUSED(hw, weft_collider_set_track(hw, stale_collider, keys, 2), WEFT_STATUS_STALE_HANDLE);
+      REFUSED(hw, weft_collider_set_track(hw, hs, NULL, 2), WEFT_STATUS_NULL_ARGUMENT);
+      /* Valid edits, then steps. */
+      OK(weft_world_set_wind(hw, &wind));
+      g[1] = -5.0f;
+      OK(weft_world_set_gravity(hw, g));
+      OK(weft_cloth_set_pin_track(hw, hc, edge, 2, pivot, keys, 2));
+      OK(weft_cloth_set_state(hw, hc, xs, NULL, G * G));
+      OK(weft_cloth_set_state(hw, hc, NULL, vs, G * G));
+      OK(weft_world_step(hw, 1.0f / 60.0f, &hst));
+      OK(weft_cloth_copy_velocities(hw, hc, vs, G * G));
+      if (!all_finite(vs, G * G)) {
+        fprintf(stderr, "velocities after the edits are not finite\n");
+        failures++;
+      }
+    }
     OK(weft_world_destroy(hw));
   }
 
