@@ -19,6 +19,7 @@ use bumpalo::Bump;
 
 use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
+use crate::linalg::pcg::PcgSettings;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
@@ -258,10 +259,77 @@ fn advance(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
+    let t = dynamics(cloth, colliders, settings, h, deadline, stats);
+    let z = profile::zone(Stage::Collide);
+    let pcg = pcg_settings(cloth, settings);
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    // The collision stage, then up to `response_passes` rounds of response solve
+    // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
+    // stiffness) and the stage again on the result; the last stage run decides x. The
+    // rounds are optional work: none once the frame's deadline has passed.
+    let mut rounds = 0;
+    loop {
+        cloth.system.remember_velocities(v);
+        let cs = cloth.collision.resolve_in(
+            arena,
+            &cloth.collision_settings,
+            h,
+            x,
+            v,
+            mass,
+            inv_mass,
+            obstacles,
+            &mut || deadline.passed(),
+        );
+        stats.add_collisions(&cs);
+        if rounds == cloth.collision_settings.response_passes || deadline.passed() {
+            break;
+        }
+        rounds += 1;
+        let mut should_stop = |_iteration: u32| deadline.passed();
+        let Some(r) = cloth.system.respond(
+            h,
+            v,
+            cloth.constraints.filters(),
+            &cloth.edges,
+            &cloth.rest_lengths,
+            &pcg,
+            &mut should_stop,
+        ) else {
+            break;
+        };
+        stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+        stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
+    }
+    end_substep(cloth, h, stats);
+    lap(stats, Stage::Collide, t);
+    z.end();
+    stats.substeps += 1;
+}
+
+/// The PCG settings of `cloth`'s solves this frame: its own, under the frame's CG cap.
+fn pcg_settings(cloth: &Cloth, settings: &WorldSettings) -> PcgSettings {
+    let mut pcg = cloth.system.settings().pcg;
+    pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
+    pcg
+}
+
+/// The stages of a substep before the collision stage: kinematics, contacts, assemble, solve,
+/// finish; leaves the candidate velocities v½ = v1 + y/h the collision stage starts from in the
+/// cloth's state. Returns the time it ended.
+fn dynamics(
+    cloth: &mut Cloth,
+    colliders: &[ColliderView],
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) -> Instant {
     let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Contacts);
 
-    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    let pcg = pcg_settings(cloth, settings);
+    let (x, v, mass, _) = cloth.state.split_mut();
     cloth
         .constraints
         .build(h, x, v, &cloth.pins, colliders, cloth.thickness);
@@ -269,8 +337,6 @@ fn advance(
     z.end();
     let z = profile::zone(Stage::Assemble);
 
-    let mut pcg = cloth.system.settings().pcg;
-    pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
     cloth.system.assemble(
         h,
         x,
@@ -314,54 +380,23 @@ fn advance(
     );
     let t = lap(stats, Stage::Finish, t);
     z.end();
-    let z = profile::zone(Stage::Collide);
 
     // Collisions on v½ = (x* − x0)/h = v1 + y/h (Bridson et al. 2002 §4); the
     // end velocity keeps BW's v1 plus the collision corrections:
-    // v = v1 + (v½_corrected − v½) = v½_corrected − y/h.
+    // v = v1 + (v½_corrected − v½) = v½_corrected − y/h ([`end_substep`]).
     let inv_h = 1.0 / h;
-    let y = cloth.constraints.y();
-    for (vi, yi) in v.iter_mut().zip(y) {
+    for (vi, yi) in v.iter_mut().zip(cloth.constraints.y()) {
         *vi += *yi * inv_h;
     }
-    // The collision stage, then up to `response_passes` rounds of response solve
-    // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
-    // stiffness) and the stage again on the result; the last stage run decides x. The
-    // rounds are optional work: none once the frame's deadline has passed.
-    let mut rounds = 0;
-    loop {
-        cloth.system.remember_velocities(v);
-        let cs = cloth.collision.resolve_in(
-            arena,
-            &cloth.collision_settings,
-            h,
-            x,
-            v,
-            mass,
-            inv_mass,
-            obstacles,
-            &mut || deadline.passed(),
-        );
-        stats.add_collisions(&cs);
-        if rounds == cloth.collision_settings.response_passes || deadline.passed() {
-            break;
-        }
-        rounds += 1;
-        let mut should_stop = |_iteration: u32| deadline.passed();
-        let Some(r) = cloth.system.respond(
-            h,
-            v,
-            cloth.constraints.filters(),
-            &cloth.edges,
-            &cloth.rest_lengths,
-            &pcg,
-            &mut should_stop,
-        ) else {
-            break;
-        };
-        stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
-        stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
-    }
+    t
+}
+
+/// The end of a substep after its last collision stage: x = x0 + h v½, v = v½ − y/h, the
+/// optional velocity smoothing, pins exactly on their targets, the contact counts.
+fn end_substep(cloth: &mut Cloth, h: f32, stats: &mut FrameStats) {
+    let inv_h = 1.0 / h;
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    let y = cloth.constraints.y();
     for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
         *xi += h * *vi;
         *vi -= *yi * inv_h;
@@ -379,9 +414,6 @@ fn advance(
     }
     stats.contacts = cloth.constraints.active_contacts();
     stats.contacts_released += cloth.constraints.released_contacts();
-    lap(stats, Stage::Collide, t);
-    z.end();
-    stats.substeps += 1;
 }
 
 /// The kinematics stage of both models: pins move to their targets at t + h,

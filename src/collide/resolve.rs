@@ -89,6 +89,7 @@ mod analytic_ccd;
 mod broad_phase;
 mod ccd_rounds;
 mod detect;
+mod members;
 mod repulsion;
 #[cfg(test)]
 mod tests;
@@ -98,6 +99,8 @@ use broad_phase::{
     LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
 };
 use detect::{ccd, collides, detect_parallel, margin, near, pair_eta};
+use members::Members;
+pub use members::{MemberMesh, MemberSettings};
 
 /// Largest [`CollisionSettings::response_passes`] a scene file or the C ABI may ask for: each
 /// pass is a PCG solve and a collision stage per substep.
@@ -448,8 +451,13 @@ pub struct ClothCollision {
     /// Thickness added to η by each vertex of the shared space: 0 for cloth
     /// vertices, the obstacle's own thickness for obstacle vertices.
     extra_thickness: Vec<f32>,
-    /// Largest entry of `extra_thickness`.
+    /// Largest entry of `extra_thickness` over the obstacle vertices.
     max_extra_thickness: f32,
+    /// Largest entry of `extra_thickness` over the cloth vertices (0 for one cloth).
+    max_cloth_extra: f32,
+    /// The cloths of a stage shared by several ([`ClothCollision::new_shared`]); `None` for
+    /// one cloth's own stage.
+    members: Option<Members>,
     zones: ImpactZones,
     /// The obstacles' bodies and the last resort's workspace.
     last: LastResort,
@@ -521,6 +529,8 @@ impl ClothCollision {
             surface_friction: vec![0.0; num_vertices],
             extra_thickness: vec![0.0; num_vertices],
             max_extra_thickness: 0.0,
+            max_cloth_extra: 0.0,
+            members: None,
             zones: ImpactZones::new(num_vertices),
             last: LastResort::new(num_vertices, edges),
             strain: StrainLimiter::new(num_vertices, edges),
@@ -571,6 +581,7 @@ impl ClothCollision {
         self.extra_thickness.clear();
         self.extra_thickness.resize(total, 0.0);
         self.max_extra_thickness = 0.0;
+        self.max_cloth_extra = 0.0;
         self.touched.resize(total, false);
         self.leave_out.resize(m, false);
         self.dirty.resize(total, true);
@@ -600,7 +611,7 @@ impl ClothCollision {
     /// η of a pair: the cloth's thickness plus the largest thickness of the
     /// pair's obstacle vertices (0 for a cloth–cloth pair).
     fn pair_eta(&self, c: &Candidate, eta: f32) -> f32 {
-        pair_eta(&self.extra_thickness, c, eta)
+        pair_eta(&self.extra_thickness, self.n, c, eta)
     }
 
     /// Runs the stage on the cloth's start positions `x0`, changing the
@@ -741,7 +752,10 @@ impl ClothCollision {
             self.mass[n + k] = f32::INFINITY;
             self.surface_friction[n + k] = obstacles.friction.get(k).copied().unwrap_or(0.0);
         }
-        self.surface_friction[..n].fill(friction);
+        // A shared stage keeps each member's coefficient ([`ClothCollision::set_members`]).
+        if self.members.is_none() {
+            self.surface_friction[..n].fill(friction);
+        }
     }
 
     /// The strain limiter, with what the last stage's kept collisions hold

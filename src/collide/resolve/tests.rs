@@ -147,7 +147,7 @@ fn feature_cull_keeps_every_detectable_test() {
     for reach in [Reach::Substep, Reach::Swept] {
         let close = |c: &Candidate| {
             let p = cc.positions(c, &cc.x0);
-            let eta = f64::from(pair_eta(&cc.extra_thickness, c, eta));
+            let eta = f64::from(pair_eta(&cc.extra_thickness, cc.n, c, eta));
             match c.kind {
                 Kind::PointTriangle => {
                     proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta).is_some()
