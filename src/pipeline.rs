@@ -16,6 +16,7 @@
 use std::time::Instant;
 
 use bumpalo::Bump;
+use rayon::prelude::*;
 
 use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
@@ -23,6 +24,7 @@ use crate::linalg::pcg::PcgSettings;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
+use crate::world::layers::Group;
 use crate::world::{Cloth, WorldSettings};
 
 /// Largest number of pieces an IMEX substep is split into (2^10).
@@ -90,6 +92,235 @@ pub fn substep(
             stats,
         );
     }
+}
+
+/// A cloth of a group and its statistics.
+pub(crate) type Member<'a> = (&'a mut Cloth, &'a mut FrameStats);
+
+/// Advances the cloths of a group (`world::layers`) by `h` together: each member's own stages
+/// in parallel, one collision stage over all their vertices (the group's shared
+/// `ClothCollision`), then each member's end of the substep.
+///
+/// Step control is the group's (`docs/methods/cloth-layers.md`): the IMEX split takes the most
+/// pieces any member needs, and when any member's stretch changes too much the whole group
+/// is undone and retried as two half steps, so the members always share a substep schedule.
+/// The shared stage's statistics and time go to the first member's statistics.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn substep_group(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    let mut pieces = 1u32;
+    for (cloth, _) in members.iter_mut() {
+        let limit = cloth
+            .system
+            .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
+        while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
+            pieces *= 2;
+        }
+    }
+    if pieces == 1 {
+        group_controlled(
+            members, group, arena, colliders, obstacles, settings, h, 0, deadline,
+        );
+        return;
+    }
+    let hp = h / pieces as f32;
+    for k in 0..pieces {
+        let (a, b) = (k as f32 / pieces as f32, (k + 1) as f32 / pieces as f32);
+        let views = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+            pose: c.motion.advance(&c.pose, hp * k as f32),
+            ..*c
+        }));
+        group_controlled(
+            members,
+            group,
+            arena,
+            views,
+            &obstacles.part(a, b),
+            settings,
+            hp,
+            0,
+            deadline,
+        );
+    }
+}
+
+/// [`substep_controlled`] for a group: one decision for all members.
+#[allow(clippy::too_many_arguments)]
+fn group_controlled(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    depth: u32,
+    deadline: &mut Deadline,
+) {
+    let control = settings.step_control;
+    let may_reject = depth < control.max_halvings && !deadline.passed();
+    if may_reject {
+        members.par_iter_mut().for_each(|(cloth, _)| {
+            cloth.backup.copy_from(&cloth.state);
+            cloth
+                .system
+                .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
+        });
+    }
+    advance_group(
+        members, group, arena, colliders, obstacles, settings, h, deadline,
+    );
+    if !may_reject {
+        return;
+    }
+    let mut rejected = false;
+    for (cloth, _) in members.iter_mut() {
+        cloth
+            .system
+            .stretch_measures(cloth.state.positions(), &mut cloth.measure_after);
+        let change = cloth
+            .measure_before
+            .iter()
+            .zip(&cloth.measure_after)
+            .map(|(b, a)| (a / b - 1.0).abs())
+            .fold(0.0f32, f32::max);
+        rejected |= !(change.is_finite() && change <= control.max_stretch_change);
+    }
+    if !rejected {
+        return;
+    }
+    for (cloth, stats) in members.iter_mut() {
+        stats.rejected_substeps += 1;
+        stats.substeps -= 1;
+        cloth.state.copy_from(&cloth.backup);
+        for pin in &mut cloth.pins {
+            pin.target -= pin.velocity * h;
+        }
+    }
+    let half = 0.5 * h;
+    group_controlled(
+        members,
+        group,
+        arena,
+        colliders,
+        &obstacles.part(0.0, 0.5),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+    );
+    let mid = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+        pose: c.motion.advance(&c.pose, half),
+        ..*c
+    }));
+    group_controlled(
+        members,
+        group,
+        arena,
+        mid,
+        &obstacles.part(0.5, 1.0),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+    );
+}
+
+/// [`advance`] for a group: the members' dynamics in parallel, the shared collision stage (and
+/// its response rounds: each member's response solve, in parallel, then the stage again), the
+/// members' ends of the substep in parallel.
+#[allow(clippy::too_many_arguments)]
+fn advance_group(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    let frame_deadline = &*deadline;
+    members.par_iter_mut().for_each(|(cloth, stats)| {
+        let mut deadline = frame_deadline.clone();
+        dynamics(cloth, colliders, settings, h, &mut deadline, stats);
+    });
+    let t = Instant::now();
+    let z = profile::zone(Stage::Collide);
+    let mut rounds = 0;
+    loop {
+        let mut start = 0;
+        for (cloth, _) in members.iter_mut() {
+            let n = cloth.state.positions().len();
+            let range = start..start + n;
+            group.x0[range.clone()].copy_from_slice(cloth.state.positions());
+            group.v[range.clone()].copy_from_slice(cloth.state.velocities());
+            group.mass[range.clone()].copy_from_slice(cloth.state.masses());
+            group.inv_mass[range].copy_from_slice(cloth.state.inv_masses());
+            cloth.system.remember_velocities(cloth.state.velocities());
+            start += n;
+        }
+        let cs = group.collision.resolve_in(
+            arena,
+            &group.settings,
+            h,
+            &group.x0,
+            &mut group.v,
+            &group.mass,
+            &group.inv_mass,
+            obstacles,
+            &mut || deadline.passed(),
+        );
+        let mut start = 0;
+        for (cloth, _) in members.iter_mut() {
+            let v = cloth.state.velocities_mut();
+            let n = v.len();
+            v.copy_from_slice(&group.v[start..start + n]);
+            start += n;
+        }
+        if let Some((_, stats)) = members.first_mut() {
+            stats.add_collisions(&cs);
+        }
+        if rounds == group.settings.response_passes || deadline.passed() {
+            break;
+        }
+        rounds += 1;
+        let frame_deadline = &*deadline;
+        members.par_iter_mut().for_each(|(cloth, stats)| {
+            let mut deadline = frame_deadline.clone();
+            let pcg = pcg_settings(cloth, settings);
+            let mut should_stop = |_iteration: u32| deadline.passed();
+            let v = cloth.state.velocities_mut();
+            if let Some(r) = cloth.system.respond(
+                h,
+                v,
+                cloth.constraints.filters(),
+                &cloth.edges,
+                &cloth.rest_lengths,
+                &pcg,
+                &mut should_stop,
+            ) {
+                stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+                stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
+            }
+        });
+    }
+    members.par_iter_mut().for_each(|(cloth, stats)| {
+        end_substep(cloth, h, stats);
+        stats.substeps += 1;
+    });
+    if let Some((_, stats)) = members.first_mut() {
+        lap(stats, Stage::Collide, t);
+    }
+    z.end();
 }
 
 /// One substep of an isometric cloth (Wang 2012 Table 3.1, `integrate::isometric_cloth`):
