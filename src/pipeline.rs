@@ -20,7 +20,6 @@ use rayon::prelude::*;
 
 use crate::collide::resolve::ObstacleMeshes;
 use crate::integrate::contact::ColliderView;
-use crate::linalg::pcg::PcgSettings;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
@@ -296,7 +295,7 @@ fn advance_group(
         let frame_deadline = &*deadline;
         members.par_iter_mut().for_each(|(cloth, stats)| {
             let mut deadline = frame_deadline.clone();
-            let pcg = pcg_settings(cloth, settings);
+            let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
             let mut should_stop = |_iteration: u32| deadline.passed();
             let v = cloth.state.velocities_mut();
             if let Some(r) = cloth.system.respond(
@@ -492,7 +491,7 @@ fn advance(
 ) {
     let t = dynamics(cloth, colliders, settings, h, deadline, stats);
     let z = profile::zone(Stage::Collide);
-    let pcg = pcg_settings(cloth, settings);
+    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     // The collision stage, then up to `response_passes` rounds of response solve
     // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
@@ -538,13 +537,6 @@ fn advance(
     stats.substeps += 1;
 }
 
-/// The PCG settings of `cloth`'s solves this frame: its own, under the frame's CG cap.
-fn pcg_settings(cloth: &Cloth, settings: &WorldSettings) -> PcgSettings {
-    let mut pcg = cloth.system.settings().pcg;
-    pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
-    pcg
-}
-
 /// The stages of a substep before the collision stage: kinematics, contacts, assemble, solve,
 /// finish; leaves the candidate velocities v½ = v1 + y/h the collision stage starts from in the
 /// cloth's state. Returns the time it ended.
@@ -559,7 +551,7 @@ fn dynamics(
     let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Contacts);
 
-    let pcg = pcg_settings(cloth, settings);
+    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
     let (x, v, mass, _) = cloth.state.split_mut();
     cloth
         .constraints

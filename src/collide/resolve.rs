@@ -1,4 +1,4 @@
-//! The collision stage of Bridson, Fedkiw & Anderson 2002 for one cloth.
+//! The collision stage of Bridson, Fedkiw & Anderson 2002 for one cloth (or several sharing it).
 //!
 //! Given start positions x^n and candidate velocities v^{n+1/2} from the internal dynamics, it
 //! changes velocities only (Bridson et al. 2002 §4), as a sequence of stages, each in its own
@@ -25,10 +25,17 @@
 //! prescribed velocity, so every stencil, impulse and impact zone treats both
 //! alike.
 //!
+//! **Several cloths.** A stage may serve several cloths of a world at once
+//! ([`ClothCollision::new_shared`], `resolve/members.rs`, `docs/methods/cloth-layers.md`):
+//! their vertices come first, member after member, and every stage below treats their
+//! triangles alike.
+//!
 //! **Thickness.** A pair is close within η, the cloth's thickness, plus the
 //! largest own thickness of its obstacle vertices
 //! ([`ClothCollision::set_obstacle_thickness`]; 0 for cloth–cloth pairs), so
-//! an obstacle mesh's thickness adds to the cloth's. CCD keeps its tolerance
+//! an obstacle mesh's thickness adds to the cloth's. In a shared stage η is the
+//! thinnest member's and each member's excess is added per vertex like an
+//! obstacle's thickness, so a pair of two cloths keeps the larger of theirs. CCD keeps its tolerance
 //! and minimum separation from η alone: thickness is a repulsion distance,
 //! and CCD only has to keep the two sides from crossing.
 //!
