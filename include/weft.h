@@ -684,6 +684,18 @@ weft_status weft_cloth_unpin(struct weft_world *world,
 // `world` NULL or live.
 weft_status weft_cloth_clear_pins(struct weft_world *world, struct weft_cloth cloth);
 
+// Sets whether two cloths of the world collide with each other (`collide` 1, the default for
+// every pair) or pass through each other (`collide` 0: a lining sewn to its shell). Symmetric;
+// a cloth's own collisions are its `self_collision` setting. Refused, changing nothing, for
+// the same cloth twice or `collide` other than 0 or 1.
+//
+// # Safety
+// `world` NULL or live.
+weft_status weft_cloth_set_collides_with(struct weft_world *world,
+                                         struct weft_cloth cloth,
+                                         struct weft_cloth other,
+                                         uint32_t collide);
+
 // Borrows the positions: `*out` receives `3 * *out_count` floats (x, y, z
 // per vertex, m) owned by weft, valid until the cloth or world is destroyed
 // and overwritten by each step; read them between steps.

@@ -16,6 +16,7 @@
 use std::time::Instant;
 
 use bumpalo::Bump;
+use rayon::prelude::*;
 
 use crate::collide::resolve::ObstacleMeshes;
 use crate::collide::strain_limit::StrainLimiter;
@@ -24,6 +25,7 @@ use crate::integrate::implicit_euler::ReactionSpan;
 use crate::runtime::budget::Deadline;
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
+use crate::world::layers::Group;
 use crate::world::{Cloth, WorldSettings};
 
 /// Largest number of pieces an IMEX substep is split into (2^10).
@@ -91,6 +93,241 @@ pub fn substep(
             stats,
         );
     }
+}
+
+/// A cloth of a group and its statistics.
+pub(crate) type Member<'a> = (&'a mut Cloth, &'a mut FrameStats);
+
+/// Advances the cloths of a group (`world::layers`) by `h` together: each member's own stages
+/// in parallel, one collision stage over all their vertices (the group's shared
+/// `ClothCollision`), then each member's end of the substep.
+///
+/// Step control is the group's (`docs/methods/cloth-layers.md`): the IMEX split takes the most
+/// pieces any member needs, and when any member's stretch changes too much the whole group
+/// is undone and retried as two half steps, so the members always share a substep schedule.
+/// The shared stage's statistics and time go to the first member's statistics.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn substep_group(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    let mut pieces = 1u32;
+    for (cloth, _) in members.iter_mut() {
+        let limit = cloth
+            .system
+            .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
+        while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
+            pieces *= 2;
+        }
+    }
+    if pieces == 1 {
+        group_controlled(
+            members, group, arena, colliders, obstacles, settings, h, 0, deadline,
+        );
+        return;
+    }
+    let hp = h / pieces as f32;
+    for k in 0..pieces {
+        let (a, b) = (k as f32 / pieces as f32, (k + 1) as f32 / pieces as f32);
+        let views = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+            pose: c.motion.advance(&c.pose, hp * k as f32),
+            ..*c
+        }));
+        group_controlled(
+            members,
+            group,
+            arena,
+            views,
+            &obstacles.part(a, b),
+            settings,
+            hp,
+            0,
+            deadline,
+        );
+    }
+}
+
+/// [`substep_controlled`] for a group: one decision for all members.
+#[allow(clippy::too_many_arguments)]
+fn group_controlled(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    depth: u32,
+    deadline: &mut Deadline,
+) {
+    let control = settings.step_control;
+    let may_reject = depth < control.max_halvings && !deadline.passed();
+    if may_reject {
+        members.par_iter_mut().for_each(|(cloth, _)| {
+            cloth.backup.copy_from(&cloth.state);
+            cloth
+                .system
+                .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
+        });
+    }
+    advance_group(
+        members, group, arena, colliders, obstacles, settings, h, deadline,
+    );
+    if !may_reject {
+        return;
+    }
+    let mut rejected = false;
+    for (cloth, _) in members.iter_mut() {
+        cloth
+            .system
+            .stretch_measures(cloth.state.positions(), &mut cloth.measure_after);
+        let change = cloth
+            .measure_before
+            .iter()
+            .zip(&cloth.measure_after)
+            .map(|(b, a)| (a / b - 1.0).abs())
+            .fold(0.0f32, f32::max);
+        rejected |= !(change.is_finite() && change <= control.max_stretch_change);
+    }
+    if !rejected {
+        return;
+    }
+    for (cloth, stats) in members.iter_mut() {
+        stats.rejected_substeps += 1;
+        stats.substeps -= 1;
+        cloth.state.copy_from(&cloth.backup);
+        for pin in &mut cloth.pins {
+            pin.target -= pin.velocity * h;
+        }
+    }
+    let half = 0.5 * h;
+    group_controlled(
+        members,
+        group,
+        arena,
+        colliders,
+        &obstacles.part(0.0, 0.5),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+    );
+    let mid = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
+        pose: c.motion.advance(&c.pose, half),
+        ..*c
+    }));
+    group_controlled(
+        members,
+        group,
+        arena,
+        mid,
+        &obstacles.part(0.5, 1.0),
+        settings,
+        half,
+        depth + 1,
+        deadline,
+    );
+}
+
+/// [`advance`] for a group: the members' dynamics in parallel, the shared collision stage (and
+/// its response rounds: each member's response solve, in parallel, then the stage again), the
+/// members' ends of the substep in parallel.
+#[allow(clippy::too_many_arguments)]
+fn advance_group(
+    members: &mut [Member<'_>],
+    group: &mut Group,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    let frame_deadline = &*deadline;
+    members.par_iter_mut().for_each(|(cloth, stats)| {
+        let mut deadline = frame_deadline.clone();
+        dynamics(cloth, colliders, settings, h, &mut deadline, stats);
+    });
+    let t = Instant::now();
+    let z = profile::zone(Stage::Collide);
+    let mut rounds = 0;
+    loop {
+        let mut start = 0;
+        for (cloth, _) in members.iter_mut() {
+            let n = cloth.state.positions().len();
+            let range = start..start + n;
+            group.x0[range.clone()].copy_from_slice(cloth.state.positions());
+            group.v[range.clone()].copy_from_slice(cloth.state.velocities());
+            group.mass[range.clone()].copy_from_slice(cloth.state.masses());
+            group.inv_mass[range].copy_from_slice(cloth.state.inv_masses());
+            cloth.system.remember_velocities(cloth.state.velocities());
+            start += n;
+        }
+        let cs = group.collision.resolve_in(
+            arena,
+            &group.settings,
+            h,
+            &group.x0,
+            &mut group.v,
+            &group.mass,
+            &group.inv_mass,
+            obstacles,
+            &mut || deadline.passed(),
+        );
+        let mut start = 0;
+        for (cloth, _) in members.iter_mut() {
+            let v = cloth.state.velocities_mut();
+            let n = v.len();
+            v.copy_from_slice(&group.v[start..start + n]);
+            start += n;
+        }
+        if let Some((_, stats)) = members.first_mut() {
+            stats.add_collisions(&cs);
+        }
+        if rounds == group.settings.response_passes || deadline.passed() {
+            break;
+        }
+        rounds += 1;
+        let frame_deadline = &*deadline;
+        // One span for the group: a body that holds one member pushes, through the stage's
+        // contacts, on the members against it.
+        let limiter = group.collision.strain_limiter();
+        let bodies = body_normals(limiter, limiter.num_vertices());
+        members.par_iter_mut().for_each(|(cloth, stats)| {
+            let mut deadline = frame_deadline.clone();
+            let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+            let mut should_stop = |_iteration: u32| deadline.passed();
+            let (_, v, mass, _) = cloth.state.split_mut();
+            if let Some(r) = cloth.system.respond(
+                h,
+                v,
+                cloth.constraints.filters(),
+                mass,
+                &bodies,
+                &cloth.edges,
+                &cloth.rest_lengths,
+                &pcg,
+                &mut should_stop,
+            ) {
+                stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+                stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
+            }
+        });
+    }
+    members.par_iter_mut().for_each(|(cloth, stats)| {
+        end_substep(cloth, h, stats);
+        stats.substeps += 1;
+    });
+    if let Some((_, stats)) = members.first_mut() {
+        lap(stats, Stage::Collide, t);
+    }
+    z.end();
 }
 
 /// One substep of an isometric cloth (Wang 2012 Table 3.1, `integrate::isometric_cloth`):
@@ -260,10 +497,73 @@ fn advance(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
+    let t = dynamics(cloth, colliders, settings, h, deadline, stats);
+    let z = profile::zone(Stage::Collide);
+    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    // The collision stage, then up to `response_passes` rounds of response solve
+    // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
+    // stiffness) and the stage again on the result; the last stage run decides x. The
+    // rounds are optional work: none once the frame's deadline has passed.
+    let mut rounds = 0;
+    loop {
+        cloth.system.remember_velocities(v);
+        let cs = cloth.collision.resolve_in(
+            arena,
+            &cloth.collision_settings,
+            h,
+            x,
+            v,
+            mass,
+            inv_mass,
+            obstacles,
+            &mut || deadline.passed(),
+        );
+        stats.add_collisions(&cs);
+        if rounds == cloth.collision_settings.response_passes || deadline.passed() {
+            break;
+        }
+        rounds += 1;
+        let mut should_stop = |_iteration: u32| deadline.passed();
+        let bodies = body_normals(cloth.collision.strain_limiter(), mass.len());
+        let Some(r) = cloth.system.respond(
+            h,
+            v,
+            cloth.constraints.filters(),
+            mass,
+            &bodies,
+            &cloth.edges,
+            &cloth.rest_lengths,
+            &pcg,
+            &mut should_stop,
+        ) else {
+            break;
+        };
+        stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
+        stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
+    }
+    end_substep(cloth, h, stats);
+    lap(stats, Stage::Collide, t);
+    z.end();
+    stats.substeps += 1;
+}
+
+/// The stages of a substep before the collision stage: kinematics, contacts, assemble, solve,
+/// finish; leaves the candidate velocities v½ = v1 + y/h the collision stage starts from in the
+/// cloth's state. Returns the time it ended.
+fn dynamics(
+    cloth: &mut Cloth,
+    colliders: &[ColliderView],
+    settings: &WorldSettings,
+    h: f32,
+    deadline: &mut Deadline,
+    stats: &mut FrameStats,
+) -> Instant {
     let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Contacts);
 
-    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+    let (x, v, mass, _) = cloth.state.split_mut();
     cloth
         .constraints
         .build(h, x, v, &cloth.pins, colliders, cloth.thickness);
@@ -271,8 +571,6 @@ fn advance(
     z.end();
     let z = profile::zone(Stage::Assemble);
 
-    let mut pcg = cloth.system.settings().pcg;
-    pcg.max_iterations = pcg.max_iterations.min(settings.budget.cg_max_iterations);
     cloth.system.assemble(
         h,
         x,
@@ -316,57 +614,23 @@ fn advance(
     );
     let t = lap(stats, Stage::Finish, t);
     z.end();
-    let z = profile::zone(Stage::Collide);
 
     // Collisions on v½ = (x* − x0)/h = v1 + y/h (Bridson et al. 2002 §4); the
     // end velocity keeps BW's v1 plus the collision corrections:
-    // v = v1 + (v½_corrected − v½) = v½_corrected − y/h.
+    // v = v1 + (v½_corrected − v½) = v½_corrected − y/h ([`end_substep`]).
     let inv_h = 1.0 / h;
-    let y = cloth.constraints.y();
-    for (vi, yi) in v.iter_mut().zip(y) {
+    for (vi, yi) in v.iter_mut().zip(cloth.constraints.y()) {
         *vi += *yi * inv_h;
     }
-    // The collision stage, then up to `response_passes` rounds of response solve
-    // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
-    // stiffness) and the stage again on the result; the last stage run decides x. The
-    // rounds are optional work: none once the frame's deadline has passed.
-    let mut rounds = 0;
-    loop {
-        cloth.system.remember_velocities(v);
-        let cs = cloth.collision.resolve_in(
-            arena,
-            &cloth.collision_settings,
-            h,
-            x,
-            v,
-            mass,
-            inv_mass,
-            obstacles,
-            &mut || deadline.passed(),
-        );
-        stats.add_collisions(&cs);
-        if rounds == cloth.collision_settings.response_passes || deadline.passed() {
-            break;
-        }
-        rounds += 1;
-        let mut should_stop = |_iteration: u32| deadline.passed();
-        let bodies = body_normals(cloth.collision.strain_limiter(), mass.len());
-        let Some(r) = cloth.system.respond(
-            h,
-            v,
-            cloth.constraints.filters(),
-            mass,
-            &bodies,
-            &cloth.edges,
-            &cloth.rest_lengths,
-            &pcg,
-            &mut should_stop,
-        ) else {
-            break;
-        };
-        stats.add_solve(r.iterations, r.relative_residual, r.converged, r.indefinite);
-        stats.add_preconditioner(r.preconditioner_shift > 0.0, r.preconditioner_fallback);
-    }
+    t
+}
+
+/// The end of a substep after its last collision stage: x = x0 + h v½, v = v½ − y/h, the
+/// optional velocity smoothing, pins exactly on their targets, the contact counts.
+fn end_substep(cloth: &mut Cloth, h: f32, stats: &mut FrameStats) {
+    let inv_h = 1.0 / h;
+    let (x, v, mass, inv_mass) = cloth.state.split_mut();
+    let y = cloth.constraints.y();
     for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
         *xi += h * *vi;
         *vi -= *yi * inv_h;
@@ -384,9 +648,6 @@ fn advance(
     }
     stats.contacts = cloth.constraints.active_contacts();
     stats.contacts_released += cloth.constraints.released_contacts();
-    lap(stats, Stage::Collide, t);
-    z.end();
-    stats.substeps += 1;
 }
 
 /// The span of the normals along which the collision stage's collisions with kinematic bodies

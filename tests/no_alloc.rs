@@ -214,6 +214,15 @@ fn crowd_frames_do_not_allocate() {
     assert_eq!(n, 0, "crowd: {n} heap allocations in 3 frames");
 }
 
+/// Three sheets stacked on the sphere (`samples/layers.toml`): after they have landed on each
+/// other, one collision stage shared by all three, its data and buffers built when the group
+/// first formed.
+#[test]
+fn layers_frames_do_not_allocate() {
+    let n = steady_state_allocations("layers.toml", 2, 45, 3);
+    assert_eq!(n, 0, "layers: {n} heap allocations in 3 frames");
+}
+
 /// The isometric model (Wang 2012, `samples/stiff-sheet.toml`): Gauss–Newton projections with
 /// IC(0)-PCG, contact rows from the preallocated pool, both collision passes of Table 3.1.
 #[test]

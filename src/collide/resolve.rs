@@ -1,4 +1,4 @@
-//! The collision stage of Bridson, Fedkiw & Anderson 2002 for one cloth.
+//! The collision stage of Bridson, Fedkiw & Anderson 2002 for one cloth (or several sharing it).
 //!
 //! Given start positions x^n and candidate velocities v^{n+1/2} from the internal dynamics, it
 //! changes velocities only (Bridson et al. 2002 §4), as a sequence of stages, each in its own
@@ -25,10 +25,17 @@
 //! prescribed velocity, so every stencil, impulse and impact zone treats both
 //! alike.
 //!
+//! **Several cloths.** A stage may serve several cloths of a world at once
+//! ([`ClothCollision::new_shared`], `resolve/members.rs`, `docs/methods/cloth-layers.md`):
+//! their vertices come first, member after member, and every stage below treats their
+//! triangles alike.
+//!
 //! **Thickness.** A pair is close within η, the cloth's thickness, plus the
 //! largest own thickness of its obstacle vertices
 //! ([`ClothCollision::set_obstacle_thickness`]; 0 for cloth–cloth pairs), so
-//! an obstacle mesh's thickness adds to the cloth's. CCD keeps its tolerance
+//! an obstacle mesh's thickness adds to the cloth's. In a shared stage η is the
+//! thinnest member's and each member's excess is added per vertex like an
+//! obstacle's thickness, so a pair of two cloths keeps the larger of theirs. CCD keeps its tolerance
 //! and minimum separation from η alone: thickness is a repulsion distance,
 //! and CCD only has to keep the two sides from crossing.
 //!
@@ -89,6 +96,7 @@ mod analytic_ccd;
 mod broad_phase;
 mod ccd_rounds;
 mod detect;
+mod members;
 mod repulsion;
 #[cfg(test)]
 mod tests;
@@ -98,6 +106,8 @@ use broad_phase::{
     LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
 };
 use detect::{ccd, collides, detect_parallel, margin, near, pair_eta};
+use members::Members;
+pub use members::{MemberMesh, MemberSettings};
 
 /// Largest [`CollisionSettings::response_passes`] a scene file or the C ABI may ask for: each
 /// pass is a PCG solve and a collision stage per substep.
@@ -448,8 +458,13 @@ pub struct ClothCollision {
     /// Thickness added to η by each vertex of the shared space: 0 for cloth
     /// vertices, the obstacle's own thickness for obstacle vertices.
     extra_thickness: Vec<f32>,
-    /// Largest entry of `extra_thickness`.
+    /// Largest entry of `extra_thickness` over the obstacle vertices.
     max_extra_thickness: f32,
+    /// Largest entry of `extra_thickness` over the cloth vertices (0 for one cloth).
+    max_cloth_extra: f32,
+    /// The cloths of a stage shared by several ([`ClothCollision::new_shared`]); `None` for
+    /// one cloth's own stage.
+    members: Option<Members>,
     zones: ImpactZones,
     /// The obstacles' bodies and the last resort's workspace.
     last: LastResort,
@@ -521,6 +536,8 @@ impl ClothCollision {
             surface_friction: vec![0.0; num_vertices],
             extra_thickness: vec![0.0; num_vertices],
             max_extra_thickness: 0.0,
+            max_cloth_extra: 0.0,
+            members: None,
             zones: ImpactZones::new(num_vertices),
             last: LastResort::new(num_vertices, edges),
             strain: StrainLimiter::new(num_vertices, edges),
@@ -571,6 +588,7 @@ impl ClothCollision {
         self.extra_thickness.clear();
         self.extra_thickness.resize(total, 0.0);
         self.max_extra_thickness = 0.0;
+        self.max_cloth_extra = 0.0;
         self.touched.resize(total, false);
         self.leave_out.resize(m, false);
         self.dirty.resize(total, true);
@@ -600,7 +618,7 @@ impl ClothCollision {
     /// η of a pair: the cloth's thickness plus the largest thickness of the
     /// pair's obstacle vertices (0 for a cloth–cloth pair).
     fn pair_eta(&self, c: &Candidate, eta: f32) -> f32 {
-        pair_eta(&self.extra_thickness, c, eta)
+        pair_eta(&self.extra_thickness, self.n, c, eta)
     }
 
     /// Runs the stage on the cloth's start positions `x0`, changing the
@@ -741,7 +759,10 @@ impl ClothCollision {
             self.mass[n + k] = f32::INFINITY;
             self.surface_friction[n + k] = obstacles.friction.get(k).copied().unwrap_or(0.0);
         }
-        self.surface_friction[..n].fill(friction);
+        // A shared stage keeps each member's coefficient ([`ClothCollision::set_members`]).
+        if self.members.is_none() {
+            self.surface_friction[..n].fill(friction);
+        }
     }
 
     /// The strain limiter, with what the last stage's kept collisions hold

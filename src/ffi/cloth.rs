@@ -274,6 +274,34 @@ pub unsafe extern "C" fn weft_cloth_clear_pins(
     })
 }
 
+/// Sets whether two cloths of the world collide with each other (`collide` 1, the default for
+/// every pair) or pass through each other (`collide` 0: a lining sewn to its shell). Symmetric;
+/// a cloth's own collisions are its `self_collision` setting. Refused, changing nothing, for
+/// the same cloth twice or `collide` other than 0 or 1.
+///
+/// # Safety
+/// `world` NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_cloth_set_collides_with(
+    world: *mut weft_world,
+    cloth: weft_cloth,
+    other: weft_cloth,
+    collide: u32,
+) -> weft_status {
+    ffi_boundary!("weft_cloth_set_collides_with", {
+        let w = try_mut!(world, "world");
+        let a = w.cloth(cloth)?.index;
+        let b = w.cloth(other)?.index;
+        if collide > 1 {
+            return Err(FfiError::invalid(format!(
+                "collide must be 0 or 1, got {collide}"
+            )));
+        }
+        w.world.set_cloths_collide(a, b, collide == 1)?;
+        Ok(())
+    })
+}
+
 /// Area-weighted vertex normals of the cloth now, cached per frame.
 fn normals(w: &mut weft_world, cloth: weft_cloth) -> Result<&[Vec3], FfiError> {
     let frame = w.world.frame();

@@ -103,7 +103,7 @@ impl From<EditError> for FfiError {
             | EditError::OwnedByCollider { .. } => S::WEFT_STATUS_STALE_HANDLE,
             EditError::VertexOutOfRange { .. } => S::WEFT_STATUS_OUT_OF_RANGE,
             EditError::WrongModel { .. } => S::WEFT_STATUS_UNSUPPORTED,
-            EditError::NotPinned { .. } | EditError::Value { .. } => {
+            EditError::NotPinned { .. } | EditError::Value { .. } | EditError::SameCloth { .. } => {
                 S::WEFT_STATUS_INVALID_ARGUMENT
             }
         };
@@ -115,9 +115,9 @@ impl From<StepError> for FfiError {
     fn from(e: StepError) -> Self {
         let status = match e {
             StepError::NonFinite { .. } => S::WEFT_STATUS_SIMULATION_FAILED,
-            StepError::BadTimeStep { .. } | StepError::Settings(_) => {
-                S::WEFT_STATUS_INVALID_ARGUMENT
-            }
+            StepError::BadTimeStep { .. }
+            | StepError::Settings(_)
+            | StepError::UnsupportedLayers { .. } => S::WEFT_STATUS_INVALID_ARGUMENT,
         };
         Self::new(status, e.to_string())
     }

@@ -73,6 +73,11 @@ pub struct FrameStats {
     /// contact-pool growths. Each is an allocation in a step; after it the pool
     /// keeps its new size.
     pub pool_overflows: u32,
+    /// Substeps in which an isometric cloth and another cloth, not told to keep apart, came
+    /// within reach of each other (counted per pair). They do not collide: the frame check
+    /// (`StepError::UnsupportedLayers`) refuses such frames when it sees them coming, and this
+    /// counts what it could not foresee.
+    pub layer_pairs_unsupported: u32,
     /// Bytes of the frame arenas used this frame: per cloth the high-water
     /// mark (the largest use seen at the end of a collision stage; the stage
     /// frees its lists when it returns), summed over cloths (`runtime::arena`).
@@ -173,6 +178,7 @@ impl FrameStats {
         self.last_resort_hits += o.last_resort_hits;
         self.last_resorts_gave_way += o.last_resorts_gave_way;
         self.pool_overflows += o.pool_overflows;
+        self.layer_pairs_unsupported += o.layer_pairs_unsupported;
         self.arena_bytes += o.arena_bytes;
         self.newton_iterations += o.newton_iterations;
         self.newton_max_iterations = self.newton_max_iterations.max(o.newton_max_iterations);

@@ -507,6 +507,10 @@ pub struct ClothSection {
     /// Pins.
     #[serde(default, rename = "pin")]
     pub pins: Vec<PinSection>,
+    /// Names of other cloths this cloth does not collide with (a lining sewn to its shell);
+    /// every other pair of cloths collides.
+    #[serde(default)]
+    pub no_collide_with: Vec<String>,
 }
 
 fn default_density() -> f32 {

@@ -131,6 +131,8 @@ pub struct Scene {
     pub path: PathBuf,
     /// The preview camera (`[camera]`), checked; `None` = default framing.
     pub camera: Option<file::CameraSection>,
+    /// Pairs of cloths (file order) that do not collide with each other (`no_collide_with`).
+    pub apart: Vec<[usize; 2]>,
 }
 
 impl std::fmt::Debug for Scene {
@@ -449,6 +451,37 @@ impl Scene {
             }
             order += 1;
         }
+        // Cloth pairs kept apart, by the names the file gives.
+        let names: Vec<String> = sf
+            .cloths
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| c.name.clone().unwrap_or_else(|| format!("cloth{ci}")))
+            .collect();
+        let mut apart = Vec::new();
+        for (ci, c) in sf.cloths.iter().enumerate() {
+            for other in &c.no_collide_with {
+                let refuse = |message: String| SceneError::Value {
+                    file: file.clone(),
+                    line: cloth_line(text, ci, None, "no_collide_with"),
+                    key: format!("cloth[{ci}].no_collide_with"),
+                    message,
+                };
+                let mut found = names.iter().enumerate().filter(|(_, n)| *n == other);
+                let Some((cj, _)) = found.next() else {
+                    return Err(refuse(format!("no cloth is named \"{other}\"")));
+                };
+                if found.next().is_some() {
+                    return Err(refuse(format!("more than one cloth is named \"{other}\"")));
+                }
+                if cj == ci {
+                    return Err(refuse(format!(
+                        "\"{other}\" is this cloth (its own collisions are `collision.self_collision`)"
+                    )));
+                }
+                apart.push([ci, cj]);
+            }
+        }
         for (ki, k) in sf.colliders.iter().enumerate() {
             let desc = collider_desc(k).map_err(|(key, message)| {
                 value_err(
@@ -511,6 +544,7 @@ impl Scene {
             entities,
             path: path.to_path_buf(),
             camera: sf.camera.clone(),
+            apart,
         })
     }
 
@@ -566,6 +600,11 @@ impl Scene {
                         message: e.to_string(),
                     })?;
             }
+        }
+        for &[a, b] in &self.apart {
+            world
+                .set_cloths_collide(a, b, false)
+                .expect("the scene checked both names and the cloths were just added");
         }
         let mut colliders: Vec<(SpawnOrder, ColliderDesc, Option<Track>)> = self
             .entities

@@ -9,6 +9,7 @@ use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
 use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
+use crate::linalg::pcg::PcgSettings;
 use crate::mesh::{MeshError, Topology, TriMesh};
 use crate::runtime::arena::FrameArena;
 use crate::state::{ClothState, lumped_masses};
@@ -244,6 +245,15 @@ impl Cloth {
         })?;
         cloth.isometric = Some(Box::new(model));
         Ok(cloth)
+    }
+
+    /// The PCG settings of the cloth's solves: its own, with at most `cg_cap` iterations (the
+    /// frame's cap).
+    #[must_use]
+    pub(crate) fn pcg_settings(&self, cg_cap: u32) -> PcgSettings {
+        let mut pcg = self.system.settings().pcg;
+        pcg.max_iterations = pcg.max_iterations.min(cg_cap);
+        pcg
     }
 
     /// The isometric model, when this cloth uses it.

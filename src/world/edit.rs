@@ -27,6 +27,13 @@ pub enum EditError {
         /// Cloths in the world.
         count: usize,
     },
+    /// A cloth pair setting names one cloth twice (a cloth's own collisions are its
+    /// self-collision setting).
+    #[error("cloth {index} paired with itself")]
+    SameCloth {
+        /// The cloth.
+        index: usize,
+    },
     /// No collider has this index.
     #[error("no collider {index} (the world has {count})")]
     NoCollider {
@@ -126,7 +133,46 @@ impl World {
     /// Removes cloth `index`; later cloths move down one index.
     pub fn remove_cloth(&mut self, index: usize) -> Result<Cloth, EditError> {
         self.cloth_mut(index)?;
-        Ok(self.cloths.remove(index))
+        let cloth = self.cloths.remove(index);
+        self.layers.remove_cloth(index as u32);
+        self.layers.reset(self.cloths.len());
+        Ok(cloth)
+    }
+
+    /// Sets whether cloths `a` and `b` collide with each other (by default every two cloths
+    /// of a world do; `docs/methods/cloth-layers.md`): `false` for a lining sewn to its shell,
+    /// whose layers may touch and cross where the seams hold them. Symmetric; each cloth's
+    /// self-collision is its own setting (`CollisionSettings::self_collision`). Refused, changing
+    /// nothing, when either index is out of range or `a == b`.
+    pub fn set_cloths_collide(
+        &mut self,
+        a: usize,
+        b: usize,
+        collide: bool,
+    ) -> Result<(), EditError> {
+        self.cloth_mut(a)?;
+        self.cloth_mut(b)?;
+        if a == b {
+            return Err(EditError::SameCloth { index: a });
+        }
+        let key = [a.min(b) as u32, a.max(b) as u32];
+        let apart = &mut self.layers.apart;
+        match (apart.binary_search(&key), collide) {
+            (Ok(k), true) => {
+                apart.remove(k);
+            }
+            (Err(k), false) => apart.insert(k, key),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether cloths `a` and `b` collide with each other ([`World::set_cloths_collide`]);
+    /// `None` when either index is out of range.
+    #[must_use]
+    pub fn cloths_collide(&self, a: usize, b: usize) -> Option<bool> {
+        (a < self.cloths.len() && b < self.cloths.len())
+            .then(|| a != b && !self.layers.kept_apart(a as u32, b as u32))
     }
 
     /// Removes analytic collider `index` and its tessellated obstacle; later

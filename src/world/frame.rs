@@ -9,6 +9,7 @@ use crate::runtime::budget::Deadline;
 use crate::runtime::stats::FrameStats;
 
 use super::bodies::Collider;
+use super::layers::{ALONE, Layers};
 use super::{StepError, World};
 
 impl World {
@@ -20,7 +21,19 @@ impl World {
             dt,
             message: e.message,
         })?;
-        limits::check_gravity(self.settings.gravity).map_err(StepError::Settings)
+        limits::check_gravity(self.settings.gravity).map_err(StepError::Settings)?;
+        match self
+            .layers
+            .unsupported_pair(&self.cloths, dt, self.settings.gravity)
+        {
+            Some((first, second)) => Err(StepError::UnsupportedLayers {
+                first,
+                first_name: self.cloths[first].name.clone(),
+                second,
+                second_name: self.cloths[second].name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Advances one frame of length `dt` (s), inside the world's thread pool
@@ -51,6 +64,11 @@ impl World {
         for cloth in &mut self.cloths {
             cloth.arena.reset();
         }
+        for group in &mut self.layers.groups {
+            group.arena.reset();
+        }
+        self.layers.unsupported = 0;
+        let mut groups_built = 0;
         for k in 0..substeps {
             // The gusting wind is sampled at the start of each substep and
             // held steady through it.
@@ -98,10 +116,19 @@ impl World {
                 collider_vertices: &[],
                 ..obstacles
             };
-            // The cloths are independent within a substep (no contact
-            // between different cloths), so they step in parallel, each
-            // with its own statistics and its own copy of the deadline; the
-            // result of each cloth does not depend on the thread count.
+            // Cloths that may touch in this substep share its collision stage (`layers.rs`).
+            groups_built += self.layers.find_groups(
+                &self.cloths,
+                h,
+                settings.gravity,
+                &obstacles,
+                &self.obstacle_tris,
+                &self.obstacle_thickness,
+            );
+            // The other cloths are independent within the substep, so they step in parallel,
+            // each with its own statistics and its own copy of the deadline; the result of
+            // each cloth does not depend on the thread count.
+            let group_of = &self.layers.group_of;
             let views = &self.collider_views;
             let frame_deadline = &deadline;
             // Where keyframed pins must be at the end of this substep (the last one
@@ -114,7 +141,9 @@ impl World {
             self.cloths
                 .par_iter_mut()
                 .zip(self.cloth_stats.par_iter_mut())
-                .for_each(|(cloth, cloth_stats)| {
+                .enumerate()
+                .filter(|(i, _)| group_of[*i] == ALONE)
+                .for_each(|(_, (cloth, cloth_stats))| {
                     let obstacles = if cloth.isometric.is_some() {
                         &obstacles_isometric
                     } else {
@@ -140,6 +169,47 @@ impl World {
                     cloth.land_pin_tracks(t_substep_end);
                     cloth_stats.deadline_hit |= deadline.was_hit();
                 });
+            // Each group in turn (by its first cloth), its members' own stages in parallel.
+            let Layers {
+                group_of,
+                active,
+                groups,
+                ..
+            } = &mut self.layers;
+            for &g in active.iter() {
+                let group = &mut groups[g as usize];
+                let arena = std::mem::take(&mut group.arena);
+                let mut members =
+                    bumpalo::collections::Vec::with_capacity_in(group.members.len(), arena.bump());
+                for (i, (cloth, cloth_stats)) in self
+                    .cloths
+                    .iter_mut()
+                    .zip(self.cloth_stats.iter_mut())
+                    .enumerate()
+                {
+                    if group_of[i] == g {
+                        cloth.drive_pin_tracks(t_substep_end, h);
+                        members.push((cloth, cloth_stats));
+                    }
+                }
+                let mut deadline = frame_deadline.clone();
+                pipeline::substep_group(
+                    &mut members,
+                    group,
+                    arena.bump(),
+                    views,
+                    &obstacles,
+                    &settings,
+                    h,
+                    &mut deadline,
+                );
+                for (cloth, cloth_stats) in members.iter_mut() {
+                    cloth.land_pin_tracks(t_substep_end);
+                    cloth_stats.deadline_hit |= deadline.was_hit();
+                }
+                drop(members);
+                group.arena = arena;
+            }
             if self.cloth_stats.iter().any(|s| s.deadline_hit) {
                 deadline.latch();
             }
@@ -153,6 +223,13 @@ impl World {
             cloth_stats.pool_overflows += u32::from(cloth.arena.grew());
             stats.merge(cloth_stats);
         }
+        // The groups' shared stages: their data built this frame and their arenas.
+        stats.pool_overflows += groups_built;
+        for group in &self.layers.groups {
+            stats.arena_bytes += group.arena.used_bytes() as u64;
+            stats.pool_overflows += u32::from(group.arena.grew());
+        }
+        stats.layer_pairs_unsupported = self.layers.unsupported;
         // Obstacle positions now (the end of the last substep).
         self.obstacle_x0.copy_from_slice(&self.obstacle_x1);
         self.time += f64::from(dt);

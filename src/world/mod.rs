@@ -10,6 +10,7 @@ mod bodies;
 mod cloth;
 mod edit;
 mod frame;
+pub(crate) mod layers;
 mod output;
 
 pub use bodies::{Animated, Collider, ColliderDesc, Obstacle, ObstacleDesc, motion_between};
@@ -105,6 +106,25 @@ pub enum StepError {
     /// A world setting changed through [`World::settings_mut`] is outside its range.
     #[error("world settings: {0}")]
     Settings(RangeError),
+    /// An isometric cloth and another cloth may touch in this frame, and nothing tells them
+    /// not to collide: the isometric model's collision stage runs inside its own step, so it
+    /// cannot share one with another cloth (`docs/methods/cloth-layers.md`). Refused before
+    /// anything changes.
+    #[error(
+        "cloths {first} ({first_name}) and {second} ({second_name}) may touch in this frame, and \
+         one is isometric: collisions between an isometric cloth and another cloth are not \
+         supported; keep them apart or tell them not to collide (`no_collide_with`)"
+    )]
+    UnsupportedLayers {
+        /// The first cloth (creation order).
+        first: usize,
+        /// Its name.
+        first_name: String,
+        /// The second cloth.
+        second: usize,
+        /// Its name.
+        second_name: String,
+    },
 }
 
 /// The world: cloths, colliders, settings and time.
@@ -141,6 +161,9 @@ pub struct World {
     /// parallel and folded into the frame's in cloth order (scratch: its
     /// capacity is kept, so steady frames do not allocate).
     cloth_stats: Vec<FrameStats>,
+    /// Which cloths meet each other: the groups sharing a collision stage, the pairs kept
+    /// apart (`layers.rs`).
+    pub(crate) layers: layers::Layers,
     time: f64,
     frame: u64,
 }
@@ -168,6 +191,7 @@ impl World {
             pool: None,
             governor: Governor::new(&settings.budget),
             cloth_stats: Vec::new(),
+            layers: layers::Layers::default(),
             time: 0.0,
             frame: 0,
         }
@@ -243,6 +267,7 @@ impl World {
             .collision
             .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
+        self.layers.reset(self.cloths.len());
         self.cloths.len() - 1
     }
 
@@ -385,6 +410,8 @@ impl World {
     /// Hands every cloth's collision stage (and an isometric cloth's own) the world's
     /// obstacle soup and its per-vertex thickness, after the soup changed.
     fn share_obstacles_with_cloths(&mut self) {
+        // The groups' shared stages hold the old obstacle soup.
+        self.layers.reset(self.cloths.len());
         for c in &mut self.cloths {
             c.collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);

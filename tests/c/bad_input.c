@@ -505,6 +505,7 @@ int main(int argc, char **argv) {
     EXPECT(weft_cloth_set_pins(world, h, &vertex, target, 1), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_unpin(world, h, &vertex, 1), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_clear_pins(world, h), WEFT_STATUS_STALE_HANDLE);
+    EXPECT(weft_cloth_set_collides_with(world, cloth, h, 0), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_positions(world, h, &view, &n), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_normals(world, h, &view, &n), WEFT_STATUS_STALE_HANDLE);
     EXPECT(weft_cloth_copy_positions(world, h, buffer, G * G), WEFT_STATUS_STALE_HANDLE);
@@ -589,6 +590,10 @@ int main(int argc, char **argv) {
     EXPECT(weft_cloth_unpin(world, cloth, some, 2), WEFT_STATUS_OUT_OF_RANGE);
   }
   EXPECT(weft_cloth_clear_pins(NULL, cloth), WEFT_STATUS_NULL_ARGUMENT);
+  /* Cloth pairs: not a cloth with itself, a flag of 0 or 1 only. */
+  EXPECT(weft_cloth_set_collides_with(NULL, cloth, cloth, 0), WEFT_STATUS_NULL_ARGUMENT);
+  EXPECT(weft_cloth_set_collides_with(world, cloth, cloth, 0), WEFT_STATUS_INVALID_ARGUMENT);
+  EXPECT(weft_cloth_set_collides_with(world, cloth, cloth, 2), WEFT_STATUS_INVALID_ARGUMENT);
 
   /* ---- Colliders ---- */
   weft_collider_desc kd;

@@ -185,3 +185,64 @@ pub fn check_cloth(world: &weft::world::World, cloth: usize, tolerance: f32) -> 
         vertices_in_meshes,
     }
 }
+
+/// Pairs of intersecting triangles from two different cloths of `world`, as
+/// `(cloth a, cloth b, triangle of a, triangle of b)` with `a < b`, over every pair of cloths
+/// that collide with each other (`World::cloths_collide`; a pair told not to collide may
+/// cross). Triangles of different cloths share no vertex, so the exact triangle–triangle test
+/// of [`find_intersections`] decides each pair; a vertex of one cloth through the other shows
+/// as the triangles around it crossing.
+pub fn cross_cloth_intersections(world: &weft::world::World) -> Vec<(usize, usize, u32, u32)> {
+    let cloths = world.cloths();
+    let mut out = Vec::new();
+    for a in 0..cloths.len() {
+        for b in a + 1..cloths.len() {
+            if world.cloths_collide(a, b) != Some(true) {
+                continue;
+            }
+            out.extend(
+                intersections_between(world, a, b)
+                    .into_iter()
+                    .map(|(t, u)| (a, b, t, u)),
+            );
+        }
+    }
+    out
+}
+
+/// Pairs `(triangle of a, triangle of b)` of cloths `a` and `b` that intersect now, whether or
+/// not the two cloths collide with each other.
+pub fn intersections_between(world: &weft::world::World, a: usize, b: usize) -> Vec<(u32, u32)> {
+    let cloths = world.cloths();
+    let soup = |k: usize| TriSoup {
+        positions: cloths[k].state().positions(),
+        triangles: cloths[k].triangles(),
+    };
+    let report = find_intersections(&soup(a), &[soup(b)], &[], 1e-3);
+    report.mesh_pairs.iter().map(|&(_, t, u)| (t, u)).collect()
+}
+
+/// Everything the checker finds in `world` now: per cloth [`check_cloth`] (its own triangle
+/// pairs, obstacles, colliders), then [`cross_cloth_intersections`]. `Err` names the first
+/// cloth or pair at fault.
+pub fn check_world(world: &weft::world::World, tolerance: f32) -> Result<(), String> {
+    for k in 0..world.cloths().len() {
+        let check = check_cloth(world, k, tolerance);
+        if !check.is_clean() {
+            return Err(format!(
+                "cloth {k} ({}): {}",
+                world.cloths()[k].name(),
+                check.summary()
+            ));
+        }
+    }
+    let cross = cross_cloth_intersections(world);
+    if !cross.is_empty() {
+        return Err(format!(
+            "{} triangle pairs of different cloths intersect, first {:?}",
+            cross.len(),
+            &cross[..cross.len().min(8)]
+        ));
+    }
+    Ok(())
+}

@@ -90,6 +90,9 @@ impl ClothCollision {
         let eta = settings.thickness;
         let extra = self.max_extra_thickness;
         let eta_c = f64::from(eta) * CCD_TOLERANCE_FRACTION;
+        // The largest η of a cloth–cloth pair at x^n: η itself for one cloth, the thickest
+        // member's for a stage shared by several ([`Members`]).
+        let eta_cloth = eta + self.max_cloth_extra;
         // Per layer: inflation of the triangle boxes, and the margins of detection's pre-tests
         // for cloth–cloth and cloth–obstacle pairs.
         let swept = (
@@ -98,9 +101,9 @@ impl ClothCollision {
             FeatureMargins::of(eta_c),
         );
         let at_start = (
-            eta,
-            FeatureMargins::of(f64::from(eta)),
-            FeatureMargins::of(f64::from(eta + extra)),
+            eta_cloth,
+            FeatureMargins::of(f64::from(eta_cloth)),
+            FeatureMargins::of(f64::from(eta_cloth + extra)),
         );
         let num_layers = match reach {
             Reach::Substep => 2,
@@ -191,11 +194,13 @@ impl ClothCollision {
             edge_boxes: [&first.edges, &second.edges],
             offset: 0,
         };
+        let members = self.members.as_ref();
         let cull = |point_margin: [f32; 2]| Cull {
             points: [&first.points, &second.points],
             point_margin,
             layers: num_layers,
             only: incremental.then_some(&self.changed[..]),
+            apart: members.map(|m| m.apart_from_self()),
         };
         let capacity = candidates.capacity();
         if settings.self_collision {
@@ -206,10 +211,14 @@ impl ClothCollision {
                 let keep = |a: u32, b: u32| {
                     (a < b || !changed[b as usize])
                         && !shares_any(&tris[a as usize], &tris[b as usize])
+                        && members.is_none_or(|m| m.triangles_meet(a, b))
                 };
                 self_pairs_of(&self.bvh, &self.changed_tris, &keep, &mut self.self_ws);
             } else {
-                let keep = |a: u32, b: u32| !shares_any(&tris[a as usize], &tris[b as usize]);
+                let keep = |a: u32, b: u32| {
+                    !shares_any(&tris[a as usize], &tris[b as usize])
+                        && members.is_none_or(|m| m.triangles_meet(a, b))
+                };
                 self_pairs(&self.bvh, &keep, &mut self.self_ws);
             }
             stats.pool_grew |= self.self_ws.grew();
@@ -285,6 +294,10 @@ impl NeighbourTest {
             .only
             .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
         {
+            return;
+        }
+        // Neighbours are triangles of one cloth: none if that cloth does not meet itself.
+        if cull.apart.is_some_and(|a| a[c.verts[0] as usize]) {
             return;
         }
         let [f0, f1] = self.features.map(|f| f as usize);
@@ -562,6 +575,8 @@ pub(super) struct Cull<'a> {
     point_margin: [f32; 2],
     layers: usize,
     only: Option<&'a [bool]>,
+    /// Per cloth vertex of a shared stage: its cloth does not meet itself (no neighbour tests).
+    apart: Option<&'a [bool]>,
 }
 
 /// The boxes of one layer of a search: per vertex of the shared space (cloth, then obstacle

@@ -69,14 +69,21 @@ pub(super) fn near(a: &[Vec3], b: &[Vec3], margin: f32) -> bool {
     (alo - margin).cmple(bhi).all() && (blo - margin).cmple(ahi).all()
 }
 
-/// η of candidate `c`: `eta` plus the largest `extra` thickness of its
-/// vertices ([`ClothCollision::set_obstacle_thickness`]).
-pub(super) fn pair_eta(extra: &[f32], c: &Candidate, eta: f32) -> f32 {
-    eta + c
-        .verts
-        .iter()
-        .map(|&v| extra[v as usize])
-        .fold(0.0, f32::max)
+/// η of candidate `c`: `eta` plus the largest `extra` thickness of its cloth vertices (the
+/// first `n` of the space: 0 for one cloth, a member's excess over the thinnest member in a
+/// shared stage, [`Members`]) plus the largest of its obstacle vertices
+/// ([`ClothCollision::set_obstacle_thickness`]).
+pub(super) fn pair_eta(extra: &[f32], n: usize, c: &Candidate, eta: f32) -> f32 {
+    let (mut cloth, mut obstacle) = (0.0f32, 0.0f32);
+    for &v in &c.verts {
+        let e = extra[v as usize];
+        if (v as usize) < n {
+            cloth = cloth.max(e);
+        } else {
+            obstacle = obstacle.max(e);
+        }
+    }
+    eta + cloth + obstacle
 }
 
 /// Conservative pre-test of [`ccd`]: a contact within `eta_c` at an instant

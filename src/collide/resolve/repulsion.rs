@@ -35,7 +35,7 @@ impl ClothCollision {
                 if left_out(c) {
                     return false;
                 }
-                let eta = f64::from(pair_eta(extra, c, eta));
+                let eta = f64::from(pair_eta(extra, n, c, eta));
                 let q = c.verts.map(|i| x0[i as usize]);
                 let split = match c.kind {
                     Kind::PointTriangle => 1,
@@ -119,12 +119,17 @@ impl ClothCollision {
             } else {
                 col.pose
             };
-            let mu = (settings.friction.max(0.0) * col.friction.max(0.0)).sqrt();
-            for ((x, v), &w) in self.x0[..self.n]
+            // Per vertex its own cloth's thickness and friction (one cloth: the settings'; a
+            // shared stage: the member's, `Members`).
+            for ((((x, v), &w), &extra), &friction) in self.x0[..self.n]
                 .iter()
                 .zip(&mut self.v[..self.n])
                 .zip(&self.inv_mass[..self.n])
+                .zip(&self.extra_thickness[..self.n])
+                .zip(&self.surface_friction[..self.n])
             {
+                let eta = eta + extra;
+                let mu = (friction.max(0.0) * col.friction.max(0.0)).sqrt();
                 // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
                 // pair of infinite masses.
                 let sp = col.shape.surface_point(&pose, *x);

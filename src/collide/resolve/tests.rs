@@ -147,7 +147,7 @@ fn feature_cull_keeps_every_detectable_test() {
     for reach in [Reach::Substep, Reach::Swept] {
         let close = |c: &Candidate| {
             let p = cc.positions(c, &cc.x0);
-            let eta = f64::from(pair_eta(&cc.extra_thickness, c, eta));
+            let eta = f64::from(pair_eta(&cc.extra_thickness, cc.n, c, eta));
             match c.kind {
                 Kind::PointTriangle => {
                     proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta).is_some()
@@ -673,4 +673,63 @@ fn vertex_ccd_stops_at_the_exact_sphere() {
         assert_eq!(v[1], Vec3::ZERO);
         assert_eq!(v[2], Vec3::ZERO);
     }
+}
+
+/// Two single-triangle cloths sharing a stage, the second's triangle `gap` above the first,
+/// both at rest: the proximity pairs the stage finds between them with `thickness` per member
+/// and, when `apart`, the two told not to collide.
+fn shared_pair_proximities(gap: f32, thickness: [f32; 2], apart: bool) -> u32 {
+    let tri = [[0u32, 1, 2]];
+    let edges = [[0u32, 1], [0, 2], [1, 2]];
+    let rest = [0.1f32, 0.1, 0.1414];
+    let lower = [
+        Vec3::ZERO,
+        Vec3::new(0.1, 0.0, 0.0),
+        Vec3::new(0.0, 0.0, 0.1),
+    ];
+    let upper = lower.map(|p| p + Vec3::new(0.01, gap, 0.01));
+    let members = [&lower, &upper].map(|x| MemberMesh {
+        triangles: &tri,
+        edges: &edges,
+        rest_lengths: &rest,
+        positions: x,
+    });
+    let mut cc = ClothCollision::new_shared(&members);
+    let settings = thickness.map(|t| MemberSettings {
+        thickness: t,
+        friction: 0.3,
+        self_collision: true,
+    });
+    cc.set_members(&settings, |_, _| apart);
+    let stage = CollisionSettings {
+        thickness: thickness[0].min(thickness[1]),
+        strain_limit: None,
+        ..CollisionSettings::default()
+    };
+    let x: Vec<Vec3> = lower.iter().chain(upper.iter()).copied().collect();
+    let mut v = vec![Vec3::ZERO; 6];
+    let mass = vec![0.01f32; 6];
+    let inv_mass = vec![100.0f32; 6];
+    let stats = cc.resolve(
+        &stage,
+        1.0 / 120.0,
+        &x,
+        &mut v,
+        &mass,
+        &inv_mass,
+        &ObstacleMeshes::NONE,
+    );
+    stats.proximity_pairs
+}
+
+#[test]
+fn a_pair_of_two_cloths_is_close_within_the_larger_thickness() {
+    // 5 mm apart: close for a 6 mm cloth over a 2 mm one, whichever is on top.
+    assert!(shared_pair_proximities(0.005, [0.002, 0.006], false) > 0);
+    assert!(shared_pair_proximities(0.005, [0.006, 0.002], false) > 0);
+    // Not close when both are thinner than the gap.
+    assert_eq!(shared_pair_proximities(0.005, [0.002, 0.004], false), 0);
+    // Told not to collide: never close.
+    assert_eq!(shared_pair_proximities(0.001, [0.004, 0.004], true), 0);
+    assert!(shared_pair_proximities(0.001, [0.004, 0.004], false) > 0);
 }

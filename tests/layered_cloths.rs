@@ -1,0 +1,249 @@
+//! The cloths of a world collide with each other (`docs/methods/cloth-layers.md`): layered
+//! samples checked by the independent checker at every frame (no two triangles of different
+//! cloths intersect, no cloth intersects itself, an obstacle or a collider), the same answer
+//! for any thread count, cloth pairs told not to collide left alone, and an isometric cloth
+//! refused next to another cloth it could touch.
+
+mod support;
+
+use std::path::Path;
+
+use weft::scene::Scene;
+use weft::world::{StepError, World};
+
+fn load(sample: &str) -> (World, f32, u32) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(sample);
+    let scene = weft::scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    (world, scene.dt(), scene.frames)
+}
+
+/// Steps `world` for `frames`, checking every frame; returns the frames whose stats showed a
+/// shared collision stage at work (cross-cloth contacts are among its proximity pairs).
+fn check_every_frame(sample: &str, world: &mut World, dt: f32, frames: u32) {
+    for frame in 0..frames {
+        let stats = world.step(dt).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            stats.last_resorts, 0,
+            "{sample} frame {frame}: last resort taken"
+        );
+        assert_eq!(stats.layer_pairs_unsupported, 0, "{sample} frame {frame}");
+        if let Err(e) = support::check_world(world, 1e-3) {
+            panic!("{sample} frame {frame}: {e}");
+        }
+    }
+}
+
+/// The lowest point of each cloth's middle vertex column, in cloth order.
+fn centre_heights(world: &World) -> Vec<f32> {
+    world
+        .cloths()
+        .iter()
+        .map(|c| {
+            let x = c.state().positions();
+            x[x.len() / 2].y
+        })
+        .collect()
+}
+
+fn three_sheets(frames: u32) {
+    let (mut world, dt, _) = load("layers.toml");
+    check_every_frame("layers", &mut world, dt, frames);
+    // They landed on each other in order: each sheet's centre rests on the one below it,
+    // within a few thicknesses (5 cm apart at the start).
+    let h = centre_heights(&world);
+    for k in 1..h.len() {
+        let gap = h[k] - h[k - 1];
+        assert!(
+            gap > 0.0 && gap < 0.03,
+            "sheet {k} centre {:.4} m above sheet {} ({gap:.4} m): {h:?}",
+            h[k],
+            k - 1
+        );
+    }
+}
+
+#[test]
+fn three_stacked_sheets_never_cross_on_the_sphere() {
+    three_sheets(45);
+}
+
+#[test]
+#[ignore = "the whole sample (180 frames); run with --ignored"]
+fn three_stacked_sheets_never_cross_in_the_whole_sample() {
+    three_sheets(180);
+}
+
+fn cape_over_sleeve(frames: u32) {
+    let (mut world, dt, _) = load("cape-sleeve.toml");
+    check_every_frame("cape-sleeve", &mut world, dt, frames);
+    // Still on the arm (1 m up), not fallen to the floor.
+    let cape = world.cloths()[1].state().positions();
+    let lowest = cape.iter().map(|p| p.y).fold(f32::INFINITY, f32::min);
+    assert!(
+        lowest > 0.6,
+        "the cape fell off the arm: lowest {lowest:.4} m"
+    );
+}
+
+/// Through the arm's first swing up, the cape still draped over the sleeve's top.
+fn cape_rests_on_sleeve(frames: u32) {
+    let (mut world, dt, _) = load("cape-sleeve.toml");
+    check_every_frame("cape-sleeve", &mut world, dt, frames);
+    // The cape rests on the sleeve: its middle vertex above the sleeve points under it
+    // (within 1 cm horizontally, over which a sleeve tilted 30° rises 6 mm), by less than
+    // 3 cm, and its edges hang lower than that.
+    let cape = world.cloths()[1].state().positions();
+    let middle = cape[cape.len() / 2];
+    let under = world.cloths()[0]
+        .state()
+        .positions()
+        .iter()
+        .filter(|p| (p.x - middle.x).hypot(p.z - middle.z) < 0.01)
+        .map(|p| p.y)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let lowest = cape.iter().map(|p| p.y).fold(f32::INFINITY, f32::min);
+    assert!(
+        middle.y > under - 0.006 && middle.y < under + 0.03,
+        "cape middle at {:.4} m, sleeve under it at {under:.4} m",
+        middle.y
+    );
+    assert!(
+        lowest < under - 0.08,
+        "the cape does not drape: lowest {lowest:.4} m"
+    );
+}
+
+/// Through the arm's first swing up (it starts at 0.5 s and is highest at 1.25 s).
+#[test]
+fn a_cape_over_a_sleeve_on_a_swinging_arm_never_crosses_it() {
+    cape_rests_on_sleeve(90);
+}
+
+#[test]
+#[ignore = "the whole sample (240 frames); run with --ignored"]
+fn a_cape_over_a_sleeve_never_crosses_it_in_the_whole_sample() {
+    cape_over_sleeve(240);
+}
+
+/// Two sheets stacked 5 cm apart, the upper one 10 cm wider, over the sphere.
+fn two_sheets(apart: bool) -> String {
+    let sheet = |name: &str, y: f32, size: f32, extra: &str| {
+        format!(
+            r#"
+[[cloth]]
+name = "{name}"
+{extra}
+[cloth.grid]
+vertices = [17, 17]
+size = [{size}, {size}]
+centre = [0.0, {y}, 0.0]
+[cloth.collision]
+self_collision = true
+strain_limit = 0.05
+ccd_rounds = 10
+"#
+        )
+    };
+    let mut text = String::from("frames = 40\nsubsteps = 2\n");
+    text += &sheet("lining", 0.4, 0.8, "");
+    let extra = if apart {
+        "no_collide_with = [\"lining\"]"
+    } else {
+        ""
+    };
+    text += &sheet("shell", 0.45, 0.9, extra);
+    text += "[[collider]]\nshape = \"sphere\"\nradius = 0.3\n";
+    text
+}
+
+fn run_text(text: &str, threads: usize) -> (World, Vec<u64>) {
+    let scene = Scene::from_toml(text, Path::new("two.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    world.set_threads(threads).unwrap_or_else(|e| panic!("{e}"));
+    let hashes = (0..scene.frames)
+        .map(|_| {
+            world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+            world.state_hash()
+        })
+        .collect();
+    (world, hashes)
+}
+
+/// The same two sheets cross when told not to collide (the check above can fail), and do not
+/// when they collide.
+#[test]
+fn sheets_told_not_to_collide_pass_through_each_other() {
+    let (world, _) = run_text(&two_sheets(true), 1);
+    assert_eq!(world.cloths_collide(0, 1), Some(false));
+    assert!(
+        !support::intersections_between(&world, 0, 1).is_empty(),
+        "the shell should have fallen through its lining"
+    );
+    let (world, _) = run_text(&two_sheets(false), 1);
+    assert_eq!(world.cloths_collide(0, 1), Some(true));
+    if let Err(e) = support::check_world(&world, 1e-3) {
+        panic!("colliding sheets: {e}");
+    }
+}
+
+#[test]
+fn layered_cloths_step_the_same_on_any_thread_count() {
+    let (_, reference) = run_text(&two_sheets(false), 1);
+    for threads in [2, 4] {
+        let (_, hashes) = run_text(&two_sheets(false), threads);
+        assert_eq!(reference, hashes, "{threads} threads differ from 1 thread");
+    }
+}
+
+/// An isometric cloth cannot share a collision stage: a frame in which it could touch another
+/// cloth is refused before anything changes, unless the pair is told not to collide.
+#[test]
+fn an_isometric_cloth_next_to_another_is_refused_unless_kept_apart() {
+    let text = |apart: bool| {
+        let mut t = String::from("frames = 1\n[solver]\nmodel = \"isometric\"\n");
+        for (name, y) in [("a", 0.4), ("b", 0.41)] {
+            let extra = if apart && name == "b" {
+                "no_collide_with = [\"a\"]\n"
+            } else {
+                ""
+            };
+            t += &format!(
+                "[[cloth]]\nname = \"{name}\"\n{extra}[cloth.grid]\nvertices = [5, 5]\nsize = [0.5, 0.5]\ncentre = [0.0, {y}, 0.0]\n"
+            );
+        }
+        t
+    };
+    let scene =
+        Scene::from_toml(&text(false), Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    let before = world.state_hash();
+    match world.step(scene.dt()) {
+        Err(StepError::UnsupportedLayers {
+            first: 0,
+            second: 1,
+            ..
+        }) => {}
+        other => panic!("expected UnsupportedLayers, got {other:?}"),
+    }
+    assert_eq!(
+        world.state_hash(),
+        before,
+        "a refused frame changes nothing"
+    );
+    let scene =
+        Scene::from_toml(&text(true), Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    world
+        .step(scene.dt())
+        .unwrap_or_else(|e| panic!("kept apart: {e}"));
+}
+
+#[test]
+fn a_scene_naming_an_unknown_cloth_is_refused() {
+    let text = two_sheets(true).replace("[\"lining\"]", "[\"coat\"]");
+    let err = Scene::from_toml(&text, Path::new("two.toml")).expect_err("unknown name");
+    assert!(err.to_string().contains("coat"), "{err}");
+}
