@@ -637,6 +637,21 @@ impl IncompleteBlockLdl {
     /// # Panics
     /// If `r` or `out` does not have `num_rows()` entries.
     pub fn apply(&mut self, r: &[Vec3], out: &mut [Vec3]) {
+        self.apply_then(r, out, |_, x| (x, 0.0));
+    }
+
+    /// [`IncompleteBlockLdl::apply`] with `out_i = finish(i, (P⁻¹ r)_i).0`, in the same pass
+    /// that takes `P⁻¹ r` back to the rows of `A`; returns the sum of `finish(i, ·).1` over the
+    /// fixed chunks of [`reduce`], added in chunk order (bit-identical for any thread count).
+    ///
+    /// # Panics
+    /// If `r` or `out` does not have `num_rows()` entries.
+    pub fn apply_then(
+        &mut self,
+        r: &[Vec3],
+        out: &mut [Vec3],
+        finish: impl Fn(usize, Vec3) -> (Vec3, f64) + Sync + Send,
+    ) -> f64 {
         let n = self.num_rows();
         assert!(
             r.len() == n && out.len() == n,
@@ -671,11 +686,16 @@ impl IncompleteBlockLdl {
             true
         });
         let (y, iperm) = (&y[..], &pat.iperm);
-        reduce::for_each_chunk(out, |first, chunk: &mut [Vec3]| {
+        reduce::sum_chunks_mut(out, |first, chunk: &mut [Vec3]| {
+            let mut acc = 0.0;
             for (k, o) in chunk.iter_mut().enumerate() {
-                *o = y[iperm[first + k] as usize].into();
+                let i = first + k;
+                let (x, part) = finish(i, y[iperm[i] as usize].into());
+                *o = x;
+                acc += part;
             }
-        });
+            acc
+        })
     }
 }
 

@@ -618,17 +618,13 @@ fn precondition_pass<F: FilterSet>(
     r: &[Vec3],
     s: &mut [Vec3],
 ) -> f64 {
-    factor.apply(r, s);
-    reduce::sum_chunks_mut(s, |first, sc: &mut [Vec3]| {
-        let mut acc = 0.0;
-        for (k, si) in sc.iter_mut().enumerate() {
-            let i = first + k;
-            if !F::ALL_FREE {
-                *si = filters.get(i).apply(*si);
-            }
-            acc += dot_f64(r[i], *si);
-        }
-        acc
+    factor.apply_then(r, s, |i, si| {
+        let si = if F::ALL_FREE {
+            si
+        } else {
+            filters.get(i).apply(si)
+        };
+        (si, dot_f64(r[i], si))
     })
 }
 
