@@ -65,10 +65,11 @@
 //!
 //! This is IC(0) of the permuted matrix, a different incomplete factor from the natural
 //! order's (the dropped fill-in differs), so it changes the iterates, not the method.
-//! `P = num_rows / PART_ROWS` (at most [`MAX_PARTS`]), from the size alone and never from the
-//! thread count, so the results are the same for any number of threads; below the linear
-//! algebra's parallel threshold ([`reduce::PARALLEL_MIN_ROWS`] rows) `P = 1`, the natural
-//! order. On a cloth grid numbered row by row a separator is about two grid rows per cut (the
+//! `P = num_rows / PART_ROWS` (at least 2, at most [`MAX_PARTS`]), from the size alone and
+//! never from the thread count, so the results are the same for any number of threads; below
+//! the linear algebra's parallel threshold ([`reduce::PARALLEL_MIN_ROWS`] rows) `P = 1`, the
+//! natural order. More parts mean more separator rows and a weaker factor (more CG
+//! iterations), so `P` grows slowly with the size. On a cloth grid numbered row by row a separator is about two grid rows per cut (the
 //! hinges' wing pairs reach two rows); a mesh whose numbering couples distant rows would give
 //! a large separator, and when it exceeds an eighth of the rows fewer parts are used, down
 //! to `P = 1`. The backward solve is written row by row (`x_c = D_c⁻¹ y_c − Σ_{i>c} L_icᵀ
@@ -126,8 +127,10 @@ const SHIFT_LEVELS: [f64; 4] = [0.0, 1e-3, 1e-2, 1e-1];
 const SHIFT_DECAY_SOLVES: u32 = 8;
 
 /// Rows of `A` per part of the ordering (module doc, "Parallel solves"): the number of parts
-/// is `num_rows / PART_ROWS` (at most [`MAX_PARTS`]), from the matrix size alone.
-pub const PART_ROWS: usize = 2048;
+/// is `num_rows / PART_ROWS`, at least 2 and at most [`MAX_PARTS`], from the matrix size
+/// alone. Each part's separator rows weaken the factor (on drape-101, 40 frames: 2,435 CG
+/// iterations in the natural order, 2,806 with 2 parts, 3,045 with 4), so parts are few.
+pub const PART_ROWS: usize = 4096;
 
 /// Most parts of the ordering.
 pub const MAX_PARTS: usize = 16;
@@ -313,13 +316,14 @@ impl PartRows for FactorRows<'_> {
 }
 
 /// The number of parts for `pattern`: from its size ([`PART_ROWS`], [`MAX_PARTS`]; one below
-/// the linear algebra's parallel threshold), fewer while the separator is too large.
+/// the linear algebra's parallel threshold, at least two above it), fewer while the separator
+/// is too large.
 fn choose_parts(pattern: &BlockPattern) -> usize {
     let n = pattern.num_rows();
     if n < reduce::PARALLEL_MIN_ROWS {
         return 1;
     }
-    let mut parts = (n / PART_ROWS).clamp(1, MAX_PARTS);
+    let mut parts = (n / PART_ROWS).clamp(2, MAX_PARTS);
     while parts > 1 {
         let separator = (0..n).filter(|&v| is_separator(pattern, parts, v)).count();
         if separator * SEPARATOR_SHARE <= n {
@@ -987,10 +991,14 @@ mod tests {
         // Below the parallel threshold: one part, the natural order.
         let small = IncompleteBlockLdl::new(&grid_pattern(33));
         assert_eq!((small.num_parts(), small.num_separator_rows()), (1, 0));
-        for side in [65, 101] {
+        for side in [65, 101, 129] {
             let ldl = IncompleteBlockLdl::new(&grid_pattern(side));
             let n = (side * side) as usize;
-            assert_eq!(ldl.num_parts(), n / PART_ROWS, "side {side}");
+            assert_eq!(
+                ldl.num_parts(),
+                (n / PART_ROWS).clamp(2, MAX_PARTS),
+                "side {side}"
+            );
             // About two grid rows a boundary (one more vertex where it falls inside a row).
             let boundaries = ldl.num_parts() - 1;
             let sep = ldl.num_separator_rows();
