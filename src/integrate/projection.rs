@@ -31,7 +31,10 @@
 //!   stencils built at creation, then `y = G u + D z` per row. This costs two passes over the
 //!   stencil entries, against `Σ_v |rows(v)|²` stored entries for an assembled `K`
 //!   ([`crate::linalg::SymCsr`], which the tests use as the reference).
-//! - Preconditioner ([`Preconditioner`], §A17): by default IC(0) of the cloth
+//! - Linear solver ([`LinearSolver`]): by default the sparse Cholesky of the cloth block of
+//!   `K` with the contact rows eliminated per vertex; PCG is the opt-in
+//!   ([`LinearSolver::Pcg`]) and the fallback of an iteration whose factor fails.
+//! - Preconditioner of that PCG ([`Preconditioner`], §A17): by default IC(0) of the cloth
 //!   block of `K`, assembled on a [`SymCsr`] pattern built at creation and refactored (no
 //!   allocation) every 8 solves, over calls, or sooner when PCG needs 1.5 times the
 //!   iterations it needed with the fresh factor, Jacobi on the contact rows; or plain Jacobi,
@@ -249,7 +252,9 @@ struct ActiveSet {
     inactive: u32,
 }
 
-/// Preconditioner of the PCG solves (`docs/methods/isometric-model.md §A17`).
+/// Preconditioner of the PCG solves (`docs/methods/isometric-model.md §A17`): of
+/// [`LinearSolver::Pcg`] and of the fallback of a failed Cholesky factor (the default linear
+/// solver is [`LinearSolver::Cholesky`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Preconditioner {
     /// `diag(K)`: cheap, matrix-free, but weak once the conforming rows (3.3) and the

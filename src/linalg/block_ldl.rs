@@ -47,14 +47,46 @@
 //! [`PcgReport`](super::PcgReport)). Block SGS cannot break down: its `D_i⁻¹` are the block
 //! Jacobi inverses of `Ã_ii` with their SPD fallbacks.
 //!
+//! # Parallel solves: parts and a separator
+//! The recurrences run row after row, so in the natural order the factorisation and both
+//! triangular solves are sequential. The factor is therefore built in a *domain-decomposition
+//! order* (a symmetric permutation of `Ã`, fixed at creation): the rows of `A` are cut into
+//! `P` contiguous ranges of the natural order (*parts*); a row that couples to a row of a
+//! later part is a *separator* row; the factor's order is the interior rows of part 0, of
+//! part 1, …, then every separator row. No interior row then couples to an interior row of
+//! another part, so on the pattern (IC(0) adds no fill-in) each part's rows of `L` reach only
+//! its own rows, and the separator's reach anything before them:
+//!
+//! ```text
+//! forward   (I + L) y = r       the parts in parallel, then the separator rows in order
+//! backward  (I + L)ᵀ x = D⁻¹ y  the separator rows, then the parts in parallel
+//! factor                        the parts in parallel, then the separator rows in order
+//! ```
+//!
+//! This is IC(0) of the permuted matrix, a different incomplete factor from the natural
+//! order's (the dropped fill-in differs), so it changes the iterates, not the method.
+//! `P = num_rows / PART_ROWS` (at least 2, at most [`MAX_PARTS`]), from the size alone and
+//! never from the thread count, so the results are the same for any number of threads; below
+//! the linear algebra's parallel threshold ([`reduce::PARALLEL_MIN_ROWS`] rows) `P = 1`, the
+//! natural order. More parts mean more separator rows and a weaker factor (more CG
+//! iterations), so `P` grows slowly with the size. On a cloth grid numbered row by row a separator is about two grid rows per cut (the
+//! hinges' wing pairs reach two rows); a mesh whose numbering couples distant rows would give
+//! a large separator, and when it exceeds an eighth of the rows fewer parts are used, down
+//! to `P = 1`. The backward solve is written row by row (`x_c = D_c⁻¹ y_c − Σ_{i>c} L_icᵀ
+//! x_i`, a gather over a transposed copy of `L` made after each factorisation) so that every
+//! row writes only itself; it subtracts in the order of the column-oriented solve, so with
+//! `P = 1` the results are bit-identical to the natural-order sequential solves.
+//!
 //! # Numbers and determinism
-//! Blocks are `f32` (`L`, `D⁻¹`) like `A`; each pivot block `D_i` is accumulated, checked and
-//! inverted in `f64`, where the cancellation of the Schur complement happens. The
-//! factorisation and both triangular solves run sequentially in row order (the recurrences are
-//! sequential), so they are bit-identical for any thread count. Storage (the lower pattern,
-//! `L`, `D⁻¹` and one dense scratch row) is allocated once, at creation; `factor` and `apply`
-//! allocate nothing.
+//! Blocks are `f32` (`L`, `Lᵀ`, `D⁻¹`) like `A`; each pivot block `D_i` is accumulated,
+//! checked and inverted in `f64`, where the cancellation of the Schur complement happens.
+//! Each row's arithmetic is fixed by the order above, whichever thread runs it, so the factor
+//! and the solves are bit-identical for any thread count. Storage (the ordering, the lower
+//! and upper patterns, `L`, `Lᵀ`, `D⁻¹`, one dense scratch row and the solve vector) is
+//! allocated once, at creation; `factor` and `apply` allocate nothing.
 #![deny(unsafe_code)]
+
+use std::ops::Range;
 
 use glam::{DMat3, DVec3, Mat3, Mat3A, Vec3, Vec3A};
 
@@ -62,6 +94,7 @@ use super::block_csr::BlockCsr;
 use super::pattern::BlockPattern;
 use super::pcg::Filter;
 use super::precond::{MIN_RELATIVE_PIVOT, invert_diagonal_block};
+use super::reduce;
 
 /// The preconditioner of the filtered PCG.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,59 +126,307 @@ const SHIFT_LEVELS: [f64; 4] = [0.0, 1e-3, 1e-2, 1e-1];
 /// Solves factored at a shift level above 0 before the next solve tries one level lower.
 const SHIFT_DECAY_SOLVES: u32 = 8;
 
+/// Rows of `A` per part of the ordering (module doc, "Parallel solves"): the number of parts
+/// is `num_rows / PART_ROWS`, at least 2 and at most [`MAX_PARTS`], from the matrix size
+/// alone. Each part's separator rows weaken the factor (on drape-101, 40 frames: 2,435 CG
+/// iterations in the natural order, 2,806 with 2 parts, 3,045 with 4), so parts are few.
+pub const PART_ROWS: usize = 4096;
+
+/// Most parts of the ordering.
+pub const MAX_PARTS: usize = 16;
+
+/// A partition is used only while its separator holds at most `1 / SEPARATOR_SHARE` of the
+/// rows; otherwise fewer parts are tried, down to one (the natural order).
+const SEPARATOR_SHARE: usize = 8;
+
+/// The symbolic part of the factor: the ordering and the patterns of `L` and `Lᵀ`, built once.
+#[derive(Clone, Debug)]
+struct FactorPattern {
+    /// `perm[i]`: the row of `A` (vertex) that is row `i` of the factor.
+    perm: Vec<u32>,
+    /// `iperm[v]`: the row of the factor that holds vertex `v`.
+    iperm: Vec<u32>,
+    /// `part_start[p]..part_start[p + 1]`: the interior rows of part `p`; the last entry is
+    /// the first separator row.
+    part_start: Vec<u32>,
+    /// `offsets[i]..offsets[i + 1]`: row `i` of the strict lower part, in `cols`, `src` and `l`.
+    offsets: Vec<u32>,
+    /// Column (factor row) of each strict-lower block, ascending within a row.
+    cols: Vec<u32>,
+    /// Slot in `A` of each strict-lower block: `A_{perm[i], perm[cols[s]]}`.
+    src: Vec<u32>,
+    /// Slot in `A` of each diagonal block `A_{perm[i], perm[i]}`.
+    diag_slot: Vec<u32>,
+    /// `upper_offsets[c]..upper_offsets[c + 1]`: the blocks `L_ic` of column `c` (`i > c`), by
+    /// descending `i`, in `upper_rows`, `upper_src` and `lt`.
+    upper_offsets: Vec<u32>,
+    /// Row `i` of each block of column `c`, descending.
+    upper_rows: Vec<u32>,
+    /// Index in `l` of each block of column `c`.
+    upper_src: Vec<u32>,
+}
+
+impl FactorPattern {
+    fn new(pattern: &BlockPattern, parts: usize) -> Self {
+        let n = pattern.num_rows();
+        let (perm, part_start) = ordering(pattern, parts);
+        let mut iperm = vec![0u32; n];
+        for (i, &v) in perm.iter().enumerate() {
+            iperm[v as usize] = i as u32;
+        }
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u32);
+        let mut cols = Vec::new();
+        let mut src = Vec::new();
+        let mut diag_slot = Vec::with_capacity(n);
+        let mut row: Vec<(u32, u32)> = Vec::new();
+        for &v in &perm {
+            let v = v as usize;
+            let i = iperm[v];
+            row.clear();
+            for s in pattern.row_range(v) {
+                let c = iperm[pattern.cols()[s] as usize];
+                if c < i {
+                    row.push((c, s as u32));
+                }
+            }
+            row.sort_unstable();
+            cols.extend(row.iter().map(|&(c, _)| c));
+            src.extend(row.iter().map(|&(_, s)| s));
+            offsets.push(cols.len() as u32);
+            diag_slot.push(pattern.diag_slot(v).index() as u32);
+        }
+        // Lᵀ by rows: the blocks of each column, rows descending (the order in which the
+        // column-oriented backward solve would subtract them).
+        let mut counts = vec![0u32; n + 1];
+        for &c in &cols {
+            counts[c as usize + 1] += 1;
+        }
+        for c in 0..n {
+            counts[c + 1] += counts[c];
+        }
+        let upper_offsets = counts.clone();
+        let mut upper_rows = vec![0u32; cols.len()];
+        let mut upper_src = vec![0u32; cols.len()];
+        for i in (0..n).rev() {
+            let row = offsets[i] as usize..offsets[i + 1] as usize;
+            for (s, &c) in row.clone().zip(&cols[row]) {
+                let c = c as usize;
+                let u = counts[c] as usize;
+                upper_rows[u] = i as u32;
+                upper_src[u] = s as u32;
+                counts[c] += 1;
+            }
+        }
+        FactorPattern {
+            perm,
+            iperm,
+            part_start,
+            offsets,
+            cols,
+            src,
+            diag_slot,
+            upper_offsets,
+            upper_rows,
+            upper_src,
+        }
+    }
+
+    fn num_rows(&self) -> usize {
+        self.perm.len()
+    }
+
+    fn num_parts(&self) -> usize {
+        self.part_start.len() - 1
+    }
+
+    fn separator_start(&self) -> usize {
+        self.part_start[self.num_parts()] as usize
+    }
+
+    fn part_rows(&self, p: usize) -> Range<usize> {
+        self.part_start[p] as usize..self.part_start[p + 1] as usize
+    }
+
+    fn lower(&self, i: usize) -> Range<usize> {
+        self.offsets[i] as usize..self.offsets[i + 1] as usize
+    }
+
+    fn upper(&self, c: usize) -> Range<usize> {
+        self.upper_offsets[c] as usize..self.upper_offsets[c + 1] as usize
+    }
+
+    /// Runs `f(p, rows of part p)` for every part, in parallel (rayon's join over halves);
+    /// `s` holds the rows of `parts`. True when every `f` is.
+    fn run_parts<S: PartRows>(
+        &self,
+        parts: Range<usize>,
+        s: S,
+        f: &(impl Fn(usize, S) -> bool + Sync),
+    ) -> bool {
+        if parts.len() <= 1 {
+            return parts.is_empty() || f(parts.start, s);
+        }
+        let mid = (parts.start + parts.end) / 2;
+        let (lo, hi) = s.split(
+            self,
+            self.part_start[parts.start] as usize,
+            self.part_start[mid] as usize,
+        );
+        let (a, b) = rayon::join(
+            || self.run_parts(parts.start..mid, lo, f),
+            || self.run_parts(mid..parts.end, hi, f),
+        );
+        a && b
+    }
+}
+
+/// Mutable per-row storage that [`FactorPattern::run_parts`] hands out part by part.
+trait PartRows: Sized + Send {
+    /// Splits rows that start at row `first` at row `mid`.
+    fn split(self, pat: &FactorPattern, first: usize, mid: usize) -> (Self, Self);
+}
+
+impl PartRows for &mut [Vec3A] {
+    fn split(self, _: &FactorPattern, first: usize, mid: usize) -> (Self, Self) {
+        self.split_at_mut(mid - first)
+    }
+}
+
+impl PartRows for FactorRows<'_> {
+    fn split(self, pat: &FactorPattern, first: usize, mid: usize) -> (Self, Self) {
+        let (l0, l1) = self
+            .l
+            .split_at_mut((pat.offsets[mid] - pat.offsets[first]) as usize);
+        let (d0, d1) = self.d_inv.split_at_mut(mid - first);
+        let (w0, w1) = self.work.split_at_mut(mid - first);
+        (
+            FactorRows {
+                l: l0,
+                d_inv: d0,
+                work: w0,
+            },
+            FactorRows {
+                l: l1,
+                d_inv: d1,
+                work: w1,
+            },
+        )
+    }
+}
+
+/// The number of parts for `pattern`: from its size ([`PART_ROWS`], [`MAX_PARTS`]; one below
+/// the linear algebra's parallel threshold, at least two above it), fewer while the separator
+/// is too large.
+fn choose_parts(pattern: &BlockPattern) -> usize {
+    let n = pattern.num_rows();
+    if n < reduce::PARALLEL_MIN_ROWS {
+        return 1;
+    }
+    let mut parts = (n / PART_ROWS).clamp(2, MAX_PARTS);
+    while parts > 1 {
+        let separator = (0..n).filter(|&v| is_separator(pattern, parts, v)).count();
+        if separator * SEPARATOR_SHARE <= n {
+            break;
+        }
+        parts -= 1;
+    }
+    parts
+}
+
+/// The part of row `v` of `A`: `parts` contiguous ranges of the natural order.
+#[inline]
+fn part_of(v: usize, parts: usize, n: usize) -> usize {
+    v * parts / n
+}
+
+/// Whether row `v` couples to a row of a later part (module doc, "Parallel solves").
+fn is_separator(pattern: &BlockPattern, parts: usize, v: usize) -> bool {
+    let n = pattern.num_rows();
+    let p = part_of(v, parts, n);
+    pattern
+        .row_cols(v)
+        .iter()
+        .any(|&u| part_of(u as usize, parts, n) > p)
+}
+
+/// The factor's order: each part's interior rows ascending, part after part, then the
+/// separator rows ascending; and the first row of each part (the last entry: the
+/// separator's first row).
+fn ordering(pattern: &BlockPattern, parts: usize) -> (Vec<u32>, Vec<u32>) {
+    let n = pattern.num_rows();
+    let parts = parts.clamp(1, n.max(1));
+    let separator: Vec<bool> = (0..n)
+        .map(|v| parts > 1 && is_separator(pattern, parts, v))
+        .collect();
+    let mut perm = Vec::with_capacity(n);
+    let mut part_start = vec![0u32];
+    let mut v = 0;
+    for p in 0..parts {
+        while v < n && part_of(v, parts, n) == p {
+            if !separator[v] {
+                perm.push(v as u32);
+            }
+            v += 1;
+        }
+        part_start.push(perm.len() as u32);
+    }
+    perm.extend((0..n as u32).filter(|&v| separator[v as usize]));
+    (perm, part_start)
+}
+
 /// An incomplete block `(I + L) D (I + L)ᵀ` factor, preallocated on a block pattern.
 #[derive(Clone, Debug)]
 pub struct IncompleteBlockLdl {
-    /// `offsets[i]..offsets[i + 1]`: row `i` of the strict lower part, in `cols` and `l`.
-    offsets: Vec<u32>,
-    /// Column of each strict-lower block, ascending within a row.
-    cols: Vec<u32>,
-    /// Slot in `A` of each strict-lower block (the lower part of row `i` is contiguous in
-    /// `A`, so this is `first_slot[i] + k`).
-    first_slot: Vec<u32>,
-    /// Slot in `A` of each diagonal block.
-    diag_slot: Vec<u32>,
+    pat: FactorPattern,
     /// Strict-lower blocks `L_ik` (`Mat3A`: the SIMD products are the factorisation's and the
     /// triangular solves' inner loops).
     l: Vec<Mat3A>,
+    /// `L_icᵀ` in the order of `upper_rows` (the backward solve's gather).
+    lt: Vec<Mat3A>,
     /// `D_i⁻¹`.
     d_inv: Vec<Mat3A>,
     /// Dense scratch row of `F_ik` (zero between rows).
     work: Vec<Mat3A>,
+    /// The triangular solves' vector, in the factor's order.
+    y: Vec<Vec3A>,
     /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
     level: usize,
     /// Factorisations done at `level` since it was entered.
     solves_at_level: u32,
 }
 
+/// The mutable rows of one part during the factorisation: its blocks of `L`, `D⁻¹` and
+/// scratch, starting at its first row.
+struct FactorRows<'a> {
+    l: &'a mut [Mat3A],
+    d_inv: &'a mut [Mat3A],
+    work: &'a mut [Mat3A],
+}
+
 impl IncompleteBlockLdl {
-    /// Storage for the strict lower part of `pattern` (values are set by
-    /// [`IncompleteBlockLdl::factor`]).
+    /// Storage for the strict lower part of `pattern` in the order of the module doc
+    /// ("Parallel solves"), with the number of parts chosen from the size of `pattern`
+    /// (values are set by [`IncompleteBlockLdl::factor`]).
     #[must_use]
     pub fn new(pattern: &BlockPattern) -> Self {
-        let n = pattern.num_rows();
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0u32);
-        let mut cols = Vec::new();
-        let mut first_slot = Vec::with_capacity(n);
-        let mut diag_slot = Vec::with_capacity(n);
-        for i in 0..n {
-            let range = pattern.row_range(i);
-            let d = pattern.diag_slot(i).index();
-            first_slot.push(range.start as u32);
-            diag_slot.push(d as u32);
-            cols.extend_from_slice(&pattern.cols()[range.start..d]);
-            offsets.push(cols.len() as u32);
-        }
-        let nnz = cols.len();
+        Self::with_parts(pattern, choose_parts(pattern))
+    }
+
+    /// [`IncompleteBlockLdl::new`] with `parts` parts (1: the natural order, sequential
+    /// solves), whatever the separator's size.
+    #[must_use]
+    pub fn with_parts(pattern: &BlockPattern, parts: usize) -> Self {
+        let pat = FactorPattern::new(pattern, parts);
+        let n = pat.num_rows();
+        let nnz = pat.cols.len();
         IncompleteBlockLdl {
-            offsets,
-            cols,
-            first_slot,
-            diag_slot,
+            pat,
             l: vec![Mat3A::ZERO; nnz],
+            lt: vec![Mat3A::ZERO; nnz],
             d_inv: vec![Mat3A::IDENTITY; n],
             work: vec![Mat3A::ZERO; n],
+            y: vec![Vec3A::ZERO; n],
             level: 0,
             solves_at_level: 0,
         }
@@ -162,7 +443,21 @@ impl IncompleteBlockLdl {
     #[inline]
     #[must_use]
     pub fn num_lower_blocks(&self) -> usize {
-        self.cols.len()
+        self.pat.cols.len()
+    }
+
+    /// Number of parts of the ordering (1: the natural order).
+    #[inline]
+    #[must_use]
+    pub fn num_parts(&self) -> usize {
+        self.pat.num_parts()
+    }
+
+    /// Number of separator rows (solved after the parts, sequentially).
+    #[inline]
+    #[must_use]
+    pub fn num_separator_rows(&self) -> usize {
+        self.num_rows() - self.pat.separator_start()
     }
 
     /// Factors the filtered matrix `Ã` of `a` and `filters` (module doc) as `kind`
@@ -191,7 +486,7 @@ impl IncompleteBlockLdl {
     pub(crate) fn factor_with(
         &mut self,
         a: &BlockCsr,
-        filter: impl Fn(usize) -> Filter,
+        filter: impl Fn(usize) -> Filter + Sync,
         kind: Preconditioner,
     ) -> FactorOutcome {
         assert_eq!(
@@ -199,38 +494,54 @@ impl IncompleteBlockLdl {
             self.num_rows(),
             "IncompleteBlockLdl::factor: matrix size differs from the factor's"
         );
-        match kind {
+        let outcome = match kind {
             Preconditioner::BlockSgs => {
                 self.factor_sgs(a, &filter);
                 FactorOutcome::Factored { shift: 0.0 }
             }
-            Preconditioner::BlockIc0 => {
-                // Start at the level that worked last time (one lower every
-                // SHIFT_DECAY_SOLVES solves at a level > 0), then climb on breakdown.
-                if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
-                    self.level -= 1;
-                    self.solves_at_level = 0;
-                }
-                for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
-                    if self.try_factor_ic0(a, &filter, alpha) {
-                        if level != self.level {
-                            self.level = level;
-                            self.solves_at_level = 0;
-                        }
-                        self.solves_at_level += 1;
-                        return FactorOutcome::Factored {
-                            shift: alpha as f32,
-                        };
-                    }
-                }
-                self.level = 0;
-                self.solves_at_level = 0;
-                FactorOutcome::Failed
-            }
+            Preconditioner::BlockIc0 => self.factor_ic0(a, &filter),
             Preconditioner::BlockJacobi => {
                 panic!("IncompleteBlockLdl::factor: block Jacobi has no factor")
             }
+        };
+        if outcome != FactorOutcome::Failed {
+            let (l, src) = (&self.l, &self.pat.upper_src);
+            reduce::for_each_chunk(&mut self.lt[..], |first, chunk: &mut [Mat3A]| {
+                for (k, t) in chunk.iter_mut().enumerate() {
+                    *t = l[src[first + k] as usize].transpose();
+                }
+            });
         }
+        outcome
+    }
+
+    /// IC(0) at the lowest shift that does not break down (module doc, "Breakdown").
+    fn factor_ic0(
+        &mut self,
+        a: &BlockCsr,
+        filter: &(impl Fn(usize) -> Filter + Sync),
+    ) -> FactorOutcome {
+        // Start at the level that worked last time (one lower every SHIFT_DECAY_SOLVES
+        // solves at a level > 0), then climb on breakdown.
+        if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
+            self.level -= 1;
+            self.solves_at_level = 0;
+        }
+        for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
+            if self.try_factor_ic0(a, filter, alpha) {
+                if level != self.level {
+                    self.level = level;
+                    self.solves_at_level = 0;
+                }
+                self.solves_at_level += 1;
+                return FactorOutcome::Factored {
+                    shift: alpha as f32,
+                };
+            }
+        }
+        self.level = 0;
+        self.solves_at_level = 0;
+        FactorOutcome::Failed
     }
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
@@ -267,104 +578,226 @@ impl IncompleteBlockLdl {
     /// Block SGS: `D_i = Ã_ii` (inverted by the block-Jacobi rules), `L_ik = Ã_ik D_k⁻¹`.
     fn factor_sgs(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> Filter) {
         let values = a.values();
-        let n = self.num_rows();
-        for i in 0..n {
-            let (d, _) = Self::filtered_diagonal(a, self.diag_slot[i] as usize, filter(i));
+        let pat = &self.pat;
+        for i in 0..pat.num_rows() {
+            let f = filter(pat.perm[i] as usize);
+            let (d, _) = Self::filtered_diagonal(a, pat.diag_slot[i] as usize, f);
             self.d_inv[i] = Mat3A::from(invert_diagonal_block(d.as_mat3()).0);
         }
-        for i in 0..n {
-            let fi = filter(i);
-            let first = self.first_slot[i] as usize;
-            let row = self.offsets[i] as usize..self.offsets[i + 1] as usize;
-            for (k, s) in row.clone().enumerate() {
-                let c = self.cols[s] as usize;
-                let m = Self::filtered_off_diagonal(values[first + k], fi, filter(c));
+        for i in 0..pat.num_rows() {
+            let fi = filter(pat.perm[i] as usize);
+            for s in pat.lower(i) {
+                let c = pat.cols[s] as usize;
+                let fc = filter(pat.perm[c] as usize);
+                let m = Self::filtered_off_diagonal(values[pat.src[s] as usize], fi, fc);
                 self.l[s] = m * self.d_inv[c];
             }
         }
     }
 
-    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc).
+    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
+    /// parts' interiors are factored in parallel (each reads only its own rows), then the
+    /// separator rows in order.
     fn try_factor_ic0(
         &mut self,
         a: &BlockCsr,
-        filter: &impl Fn(usize) -> Filter,
+        filter: &(impl Fn(usize) -> Filter + Sync),
         alpha: f64,
     ) -> bool {
-        let values = a.values();
-        let n = self.num_rows();
-        let w = &mut self.work;
-        for i in 0..n {
-            let fi = filter(i);
-            let first = self.first_slot[i] as usize;
-            let row = self.offsets[i] as usize..self.offsets[i + 1] as usize;
-            for (k, s) in row.clone().enumerate() {
-                let c = self.cols[s] as usize;
-                w[c] = Self::filtered_off_diagonal(values[first + k], fi, filter(c));
-            }
-            let (aii, _) = Self::filtered_diagonal(a, self.diag_slot[i] as usize, fi);
-            let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
-            let scale = diag.abs().max_element();
-            let mut d = aii + DMat3::from_diagonal(diag * alpha);
-            // F_ik, k ascending: w[j] holds F_ij for the j < k of row i (0 off the pattern).
-            for s in row.clone() {
-                let c = self.cols[s] as usize;
-                let mut f = w[c];
-                let rc = self.offsets[c] as usize..self.offsets[c + 1] as usize;
-                for t in rc {
-                    f -= w[self.cols[t] as usize] * self.l[t].transpose();
-                }
-                w[c] = f;
-                let l = f * self.d_inv[c];
-                self.l[s] = l;
-                // F_ik L_ikᵀ (= F_ik D_k⁻¹ F_ikᵀ, symmetric up to rounding; D_i is
-                // symmetrised below).
-                d -= f.as_dmat3() * l.as_dmat3().transpose();
-            }
-            for s in row {
-                w[self.cols[s] as usize] = Mat3A::ZERO;
-            }
-            let d = (d + d.transpose()) * 0.5;
-            match invert_pivot(&d, scale) {
-                Some(inv) => self.d_inv[i] = Mat3A::from(inv),
-                None => return false,
-            }
-        }
-        true
+        let pat = &self.pat;
+        let rows = FactorRows {
+            l: &mut self.l[..],
+            d_inv: &mut self.d_inv[..],
+            work: &mut self.work[..],
+        };
+        let sep = pat.separator_start();
+        let (interior, _) = rows.split(pat, 0, sep);
+        let parts_ok = pat.run_parts(0..pat.num_parts(), interior, &|p, s| {
+            let rows = pat.part_rows(p);
+            let base = (rows.start, pat.offsets[rows.start] as usize);
+            ic0_rows(pat, a, filter, alpha, rows, base, s)
+        });
+        parts_ok
+            && ic0_rows(
+                pat,
+                a,
+                filter,
+                alpha,
+                sep..pat.num_rows(),
+                (0, 0),
+                FactorRows {
+                    l: &mut self.l[..],
+                    d_inv: &mut self.d_inv[..],
+                    work: &mut self.work[..],
+                },
+            )
     }
 
-    /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r`: forward solve, block-diagonal solve, backward
-    /// solve, sequential in row order. Allocates nothing.
+    /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r`: the forward solve (the parts in parallel,
+    /// then the separator), then the block-diagonal and backward solve (the separator, then
+    /// the parts in parallel). Each row's arithmetic is the same for any thread count.
+    /// Allocates nothing.
     ///
     /// # Panics
     /// If `r` or `out` does not have `num_rows()` entries.
-    pub fn apply(&self, r: &[Vec3], out: &mut [Vec3]) {
+    pub fn apply(&mut self, r: &[Vec3], out: &mut [Vec3]) {
+        self.apply_then(r, out, |_, x| (x, 0.0));
+    }
+
+    /// [`IncompleteBlockLdl::apply`] with `out_i = finish(i, (P⁻¹ r)_i).0`, in the same pass
+    /// that takes `P⁻¹ r` back to the rows of `A`; returns the sum of `finish(i, ·).1` over the
+    /// fixed chunks of [`reduce`], added in chunk order (bit-identical for any thread count).
+    ///
+    /// # Panics
+    /// If `r` or `out` does not have `num_rows()` entries.
+    pub fn apply_then(
+        &mut self,
+        r: &[Vec3],
+        out: &mut [Vec3],
+        finish: impl Fn(usize, Vec3) -> (Vec3, f64) + Sync + Send,
+    ) -> f64 {
         let n = self.num_rows();
         assert!(
             r.len() == n && out.len() == n,
             "IncompleteBlockLdl::apply: wrong lengths"
         );
-        // (I + L) y = r, then w = D⁻¹ y (row i is final once its lower part is read).
-        for i in 0..n {
-            let row = self.offsets[i] as usize..self.offsets[i + 1] as usize;
-            let mut acc = Vec3A::from(r[i]);
-            for t in row {
-                acc -= self.l[t] * Vec3A::from(out[self.cols[t] as usize]);
+        let IncompleteBlockLdl {
+            pat,
+            l,
+            lt,
+            d_inv,
+            y,
+            ..
+        } = self;
+        let (pat, l, lt, d_inv) = (&*pat, &l[..], &lt[..], &d_inv[..]);
+        let sep = pat.separator_start();
+        // (I + L) y = r.
+        pat.run_parts(0..pat.num_parts(), &mut y[..sep], &|p, ys: &mut [Vec3A]| {
+            let rows = pat.part_rows(p);
+            let base = rows.start;
+            forward_rows(pat, l, r, rows, ys, base);
+            true
+        });
+        forward_rows(pat, l, r, sep..n, &mut y[..], 0);
+        // x = D⁻¹ y − Lᵀ x, rows descending.
+        let (interior, separator) = y.split_at_mut(sep);
+        backward_rows(pat, lt, d_inv, sep..n, (separator, sep), (&[], n));
+        let separator = &*separator;
+        pat.run_parts(0..pat.num_parts(), interior, &|p, ys: &mut [Vec3A]| {
+            let rows = pat.part_rows(p);
+            let base = rows.start;
+            backward_rows(pat, lt, d_inv, rows, (ys, base), (separator, sep));
+            true
+        });
+        let (y, iperm) = (&y[..], &pat.iperm);
+        reduce::sum_chunks_mut(out, |first, chunk: &mut [Vec3]| {
+            let mut acc = 0.0;
+            for (k, o) in chunk.iter_mut().enumerate() {
+                let i = first + k;
+                let (x, part) = finish(i, y[iperm[i] as usize].into());
+                *o = x;
+                acc += part;
             }
-            out[i] = acc.into();
+            acc
+        })
+    }
+}
+
+/// IC(0) of the rows `rows` (module doc), `F_ik`, `L_ik` and `D_i` up-looking. `s` holds the
+/// rows from row `base.0` (and the `L` blocks from slot `base.1`) on: a part's own rows, or
+/// the whole factor for the separator; every row a part's recurrences read lies in that part.
+fn ic0_rows(
+    pat: &FactorPattern,
+    a: &BlockCsr,
+    filter: &impl Fn(usize) -> Filter,
+    alpha: f64,
+    rows: Range<usize>,
+    (base, l_base): (usize, usize),
+    s: FactorRows<'_>,
+) -> bool {
+    let values = a.values();
+    let FactorRows { l, d_inv, work: w } = s;
+    for i in rows {
+        let fi = filter(pat.perm[i] as usize);
+        let row = pat.lower(i);
+        for t in row.clone() {
+            let c = pat.cols[t] as usize;
+            let fc = filter(pat.perm[c] as usize);
+            w[c - base] =
+                IncompleteBlockLdl::filtered_off_diagonal(values[pat.src[t] as usize], fi, fc);
         }
-        for (o, d) in out.iter_mut().zip(&self.d_inv) {
-            *o = (*d * Vec3A::from(*o)).into();
-        }
-        // (I + L)ᵀ x = w, column-oriented over the rows of L, descending.
-        for i in (0..n).rev() {
-            let xi = Vec3A::from(out[i]);
-            let row = self.offsets[i] as usize..self.offsets[i + 1] as usize;
-            for t in row {
-                let c = self.cols[t] as usize;
-                out[c] = (Vec3A::from(out[c]) - self.l[t].transpose() * xi).into();
+        let (aii, _) = IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, fi);
+        let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
+        let scale = diag.abs().max_element();
+        let mut d = aii + DMat3::from_diagonal(diag * alpha);
+        // F_ik, k ascending: w holds F_ij for the j < k of row i (0 off the pattern).
+        for t in row.clone() {
+            let c = pat.cols[t] as usize;
+            let mut f = w[c - base];
+            for u in pat.lower(c) {
+                f -= w[pat.cols[u] as usize - base] * l[u - l_base].transpose();
             }
+            w[c - base] = f;
+            let lv = f * d_inv[c - base];
+            l[t - l_base] = lv;
+            // F_ik L_ikᵀ (= F_ik D_k⁻¹ F_ikᵀ, symmetric up to rounding; D_i is symmetrised
+            // below).
+            d -= f.as_dmat3() * lv.as_dmat3().transpose();
         }
+        for t in row {
+            w[pat.cols[t] as usize - base] = Mat3A::ZERO;
+        }
+        let d = (d + d.transpose()) * 0.5;
+        match invert_pivot(&d, scale) {
+            Some(inv) => d_inv[i - base] = Mat3A::from(inv),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// `y_i = r_{perm i} − Σ_{c<i} L_ic y_c` for the rows `rows`; `y` holds the rows from `base`
+/// on (a part's own rows, or all rows for the separator).
+fn forward_rows(
+    pat: &FactorPattern,
+    l: &[Mat3A],
+    r: &[Vec3],
+    rows: Range<usize>,
+    y: &mut [Vec3A],
+    base: usize,
+) {
+    for i in rows {
+        let mut acc = Vec3A::from(r[pat.perm[i] as usize]);
+        for t in pat.lower(i) {
+            acc -= l[t] * y[pat.cols[t] as usize - base];
+        }
+        y[i - base] = acc;
+    }
+}
+
+/// `x_c = D_c⁻¹ y_c − Σ_{i>c} L_icᵀ x_i` (i descending) for the rows `rows`, descending. `y`
+/// holds the rows from `base` on: a part's own rows, with the solved separator in
+/// `separator` (its rows from `sep` on), or the separator itself (`separator` empty).
+fn backward_rows(
+    pat: &FactorPattern,
+    lt: &[Mat3A],
+    d_inv: &[Mat3A],
+    rows: Range<usize>,
+    (y, base): (&mut [Vec3A], usize),
+    (separator, sep): (&[Vec3A], usize),
+) {
+    for c in rows.rev() {
+        let mut x = d_inv[c] * y[c - base];
+        for u in pat.upper(c) {
+            let i = pat.upper_rows[u] as usize;
+            let xi = if i >= sep {
+                separator[i - sep]
+            } else {
+                y[i - base]
+            };
+            x -= lt[u] * xi;
+        }
+        y[c - base] = x;
     }
 }
 
@@ -401,7 +834,7 @@ fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::block_csr::tests::{Rng, random_spd};
+    use crate::linalg::block_csr::tests::{Rng, in_pool, random_spd};
 
     /// `random_spd` with no extra pairs is a chain: its block IC(0) has no fill-in.
     fn chain_spd(n: usize, seed: u64) -> BlockCsr {
@@ -458,14 +891,171 @@ mod tests {
         }
     }
 
+    /// Inverse of a dense row-major `m × m` matrix by Gauss–Jordan with partial pivoting.
+    fn dense_inverse(mut a: Vec<f64>, m: usize) -> Vec<f64> {
+        let mut inv = vec![0.0; m * m];
+        for i in 0..m {
+            inv[i * m + i] = 1.0;
+        }
+        for col in 0..m {
+            let p = (col..m)
+                .max_by(|&x, &y| a[x * m + col].abs().total_cmp(&a[y * m + col].abs()))
+                .expect("a non-empty range");
+            for k in 0..m {
+                a.swap(col * m + k, p * m + k);
+                inv.swap(col * m + k, p * m + k);
+            }
+            let d = a[col * m + col];
+            for k in 0..m {
+                a[col * m + k] /= d;
+                inv[col * m + k] /= d;
+            }
+            for row in (0..m).filter(|&r| r != col) {
+                let f = a[row * m + col];
+                for k in 0..m {
+                    a[row * m + k] -= f * a[col * m + k];
+                    inv[row * m + k] -= f * inv[col * m + k];
+                }
+            }
+        }
+        inv
+    }
+
+    #[test]
+    fn ic0_in_parts_matches_the_matrix_on_its_pattern() {
+        // IC(0) in any order: P = (I + L) D (I + L)ᵀ equals A on the pattern of A.
+        let n = 30;
+        let a = random_spd(n, 2, 17);
+        let m = 3 * n;
+        for parts in [1, 3] {
+            let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), parts);
+            assert_eq!(ldl.num_parts(), parts);
+            assert_eq!(
+                ldl.factor_unfiltered(&a, Preconditioner::BlockIc0),
+                FactorOutcome::Factored { shift: 0.0 }
+            );
+            // P⁻¹ column by column, then P.
+            let mut p_inv = vec![0.0f64; m * m];
+            for k in 0..m {
+                let mut e = vec![Vec3::ZERO; n];
+                e[k / 3][k % 3] = 1.0;
+                let mut out = vec![Vec3::ZERO; n];
+                ldl.apply(&e, &mut out);
+                for j in 0..m {
+                    p_inv[j * m + k] = f64::from(out[j / 3][j % 3]);
+                }
+            }
+            let p = dense_inverse(p_inv, m);
+            let scale = a
+                .values()
+                .iter()
+                .flat_map(|b| b.to_cols_array())
+                .fold(0.0f32, |x, y| x.max(y.abs()));
+            let mut worst = 0.0f64;
+            for i in 0..n {
+                for (&j, slot) in a.pattern().row_cols(i).iter().zip(a.pattern().row_range(i)) {
+                    let b = a.values()[slot];
+                    for (r, c) in (0..3).flat_map(|r| (0..3).map(move |c| (r, c))) {
+                        let pij = p[(3 * i + r) * m + 3 * j as usize + c];
+                        worst = worst.max((pij - f64::from(b.col(c)[r])).abs());
+                    }
+                }
+            }
+            assert!(
+                worst <= 1e-3 * f64::from(scale),
+                "parts {parts}: {worst} of {scale}"
+            );
+        }
+    }
+
+    /// The block pattern of a `side × side` grid with both diagonals and the wing pairs two
+    /// rows apart (the reach of a cloth's hinges).
+    fn grid_pattern(side: u32) -> BlockPattern {
+        let mut pairs = Vec::new();
+        for r in 0..side {
+            for c in 0..side {
+                let v = r * side + c;
+                for (dr, dc) in [(0, 1), (1, -1), (1, 0), (1, 1), (2, 0), (0, 2), (2, 1)] {
+                    let (r2, c2) = (r as i64 + dr, c as i64 + dc);
+                    if r2 < side as i64 && (0..side as i64).contains(&c2) {
+                        pairs.push((v, (r2 as u32) * side + c2 as u32));
+                    }
+                }
+            }
+        }
+        BlockPattern::from_pairs((side * side) as usize, pairs)
+    }
+
+    #[test]
+    fn parts_follow_the_size_and_keep_the_separator_small() {
+        // Below the parallel threshold: one part, the natural order.
+        let small = IncompleteBlockLdl::new(&grid_pattern(33));
+        assert_eq!((small.num_parts(), small.num_separator_rows()), (1, 0));
+        for side in [65, 101, 129] {
+            let ldl = IncompleteBlockLdl::new(&grid_pattern(side));
+            let n = (side * side) as usize;
+            assert_eq!(
+                ldl.num_parts(),
+                (n / PART_ROWS).clamp(2, MAX_PARTS),
+                "side {side}"
+            );
+            // About two grid rows a boundary (one more vertex where it falls inside a row).
+            let boundaries = ldl.num_parts() - 1;
+            let sep = ldl.num_separator_rows();
+            assert!(
+                (2 * side as usize * boundaries..=(2 * side as usize + 1) * boundaries)
+                    .contains(&sep),
+                "side {side}: {sep}"
+            );
+        }
+        // Random couplings across the whole range: no partition keeps a small separator.
+        let a = random_spd(5000, 2, 3);
+        assert_eq!(IncompleteBlockLdl::new(a.pattern()).num_parts(), 1);
+    }
+
+    #[test]
+    fn factor_and_apply_bits_independent_of_thread_count() {
+        let n = 20_000;
+        let a = random_spd(n, 2, 41);
+        let mut rng = Rng::new(42);
+        let f = filters(n, &mut rng);
+        let r: Vec<Vec3> = (0..n).map(|_| rng.vec3()).collect();
+        let run = |threads| {
+            in_pool(threads, || {
+                let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), 5);
+                let outcome = ldl.factor(&a, &f, Preconditioner::BlockIc0);
+                let mut out = vec![Vec3::ZERO; n];
+                ldl.apply(&r, &mut out);
+                (outcome, out)
+            })
+        };
+        let (outcome, one) = run(1);
+        assert!(matches!(outcome, FactorOutcome::Factored { .. }));
+        for threads in [2, 4] {
+            let (o, many) = run(threads);
+            assert_eq!(o, outcome);
+            assert!(
+                one.iter()
+                    .zip(&many)
+                    .all(|(x, y)| x.to_array().map(f32::to_bits) == y.to_array().map(f32::to_bits)),
+                "{threads} threads"
+            );
+        }
+    }
+
     #[test]
     fn factors_are_symmetric_positive_definite() {
-        for kind in [Preconditioner::BlockSgs, Preconditioner::BlockIc0] {
+        for (kind, parts) in [
+            (Preconditioner::BlockSgs, 1),
+            (Preconditioner::BlockIc0, 1),
+            (Preconditioner::BlockSgs, 3),
+            (Preconditioner::BlockIc0, 3),
+        ] {
             let n = 30;
             let a = random_spd(n, 3, 21);
             let mut rng = Rng::new(22);
             let f = filters(n, &mut rng);
-            let mut ldl = IncompleteBlockLdl::new(a.pattern());
+            let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), parts);
             assert!(matches!(
                 ldl.factor(&a, &f, kind),
                 FactorOutcome::Factored { .. }

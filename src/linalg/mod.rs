@@ -16,6 +16,8 @@
 //!   pattern built once from row stencils; [`scalar_pcg`]: Jacobi PCG in `f64` on it or on any
 //!   [`SymOperator`]; [`sparse_cholesky`]: [`SparseCholesky`], a supernodal sparse Cholesky
 //!   (faer, AMD ordering) of a [`SymCsr`], symbolic analysis once per pattern.
+//! - [`cg`]: the conjugate-gradient iteration both PCGs run ([`cg::iterate`]), over the
+//!   [`cg::CgSystem`] passes each supplies in its own numbers.
 //! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
 //!
 //! Determinism: every loop runs over fixed chunks of rows; a reduction adds its per-chunk
@@ -26,6 +28,7 @@
 
 pub mod block_csr;
 pub mod block_ldl;
+pub mod cg;
 pub mod csr;
 pub mod gather;
 pub mod ic0;

@@ -52,6 +52,7 @@ use glam::{Mat3, Vec3};
 
 use super::block_csr::BlockCsr;
 use super::block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
+use super::cg::{self, CgSystem};
 use super::pattern::BlockPattern;
 use super::precond::BlockJacobi;
 use super::reduce::{self, dot_f64};
@@ -427,7 +428,7 @@ fn solve<F: FilterSet>(
         }
         _ => Some(()),
     };
-    let pre = match (pre, factor.as_ref()) {
+    let mut pre = match (pre, factor.as_mut()) {
         (None, Some(f)) => Pre::Factor(f),
         _ => {
             precond.update(a);
@@ -446,7 +447,7 @@ fn solve<F: FilterSet>(
     }
 
     // d_0 on S(b - A z) (`docs/methods/baraff-witkin.md` §2.8 note).
-    let d0 = residual_pass(a, b, z, filters, pre, r, s);
+    let d0 = residual_pass(a, b, z, filters, &mut pre, r, s);
     if !d0.is_finite() {
         report.relative_residual = f64::NAN;
         return report;
@@ -457,59 +458,83 @@ fn solve<F: FilterSet>(
         report.converged = true;
         return report;
     }
-    let mut d_new = if warm > 0.0 {
-        residual_pass(a, b, Some(&dv[..]), filters, pre, r, s)
+    let d_new = if warm > 0.0 {
+        residual_pass(a, b, Some(&dv[..]), filters, &mut pre, r, s)
     } else {
         d0
     };
 
     let threshold = settings.tolerance * settings.tolerance * d0;
-    let mut beta: Option<f32> = None;
-    let mut it = 0u32;
-    loop {
-        if !d_new.is_finite() {
-            break;
-        }
-        if d_new <= threshold {
-            report.converged = true;
-            break;
-        }
-        if it >= settings.max_iterations {
-            break;
-        }
-        if should_stop(it) {
-            report.interrupted = true;
-            break;
-        }
-        direction_pass(filters, s, beta, c);
-        let cq = filtered_product_pass(a, filters, c, q);
-        if cq.is_nan() || cq <= 0.0 {
-            report.indefinite = true;
-            break;
-        }
-        let alpha = (d_new / cq) as f32;
-        if !alpha.is_finite() {
-            // c · q underflowed against d_new: no step can be taken in f32.
-            break;
-        }
-        let d_old = d_new;
-        d_new = update_pass(alpha, filters, c, q, pre, dv, r, s);
-        beta = Some((d_new / d_old) as f32);
-        it += 1;
-    }
+    let mut system = FilteredSystem {
+        a,
+        filters,
+        pre,
+        dv: &mut *dv,
+        r,
+        c,
+        q,
+        s,
+    };
+    let d_new = cg::iterate(
+        &mut system,
+        d_new,
+        threshold,
+        settings.max_iterations,
+        should_stop,
+        &mut report,
+    );
     if !F::ALL_FREE {
         // Rounding in the filtered steps lets the constrained components of a general
         // direction drift by a few ulps per iteration; re-projecting bounds the drift by the
         // rounding of one projection. Exact rows (fixed, axis-aligned) are unchanged.
         impose_constraints(filters, z, dv);
     }
-    report.iterations = it;
     report.relative_residual = if d_new.is_finite() {
         (d_new.max(0.0) / d0).sqrt()
     } else {
         f64::NAN
     };
     report
+}
+
+/// The filtered system as the CG iteration ([`cg::iterate`]) drives it: `f32` vectors, the
+/// filter applied in every pass, `α` and `β` rounded to `f32`.
+struct FilteredSystem<'a, 'p, F: FilterSet> {
+    a: &'a BlockCsr,
+    filters: &'a F,
+    pre: Pre<'p>,
+    dv: &'a mut [Vec3],
+    r: &'a mut [Vec3],
+    c: &'a mut [Vec3],
+    q: &'a mut [Vec3],
+    s: &'a mut [Vec3],
+}
+
+impl<F: FilterSet> CgSystem for FilteredSystem<'_, '_, F> {
+    fn direction(&mut self, beta: Option<f64>) {
+        direction_pass(self.filters, self.s, beta.map(|b| b as f32), self.c);
+    }
+
+    fn product(&mut self) -> f64 {
+        filtered_product_pass(self.a, self.filters, self.c, self.q)
+    }
+
+    fn step_is_finite(&self, alpha: f64) -> bool {
+        (alpha as f32).is_finite()
+    }
+
+    fn update(&mut self, alpha: f64) -> f64 {
+        update_pass(
+            alpha as f32,
+            self.filters,
+            self.c,
+            self.q,
+            &mut self.pre,
+            self.dv,
+            self.r,
+            self.s,
+        )
+    }
 }
 
 /// `dv = z` (`z = None`: `dv = 0`).
@@ -541,11 +566,10 @@ fn impose_constraints<F: FilterSet>(filters: &F, z: Option<&[Vec3]>, dv: &mut [V
 }
 
 /// The preconditioner a solve applies: block Jacobi (fused into the row passes) or an
-/// incomplete block factor (a sequential solve after the pass).
-#[derive(Clone, Copy)]
+/// incomplete block factor (its triangular solves after the pass).
 enum Pre<'a> {
     Jacobi(&'a BlockJacobi),
-    Factor(&'a IncompleteBlockLdl),
+    Factor(&'a mut IncompleteBlockLdl),
 }
 
 /// `r = S (b - A x)`, `s = S P⁻¹ r`; returns `r · s`. `x = None` means `x = 0`.
@@ -554,7 +578,7 @@ fn residual_pass<F: FilterSet>(
     b: &[Vec3],
     x: Option<&[Vec3]>,
     filters: &F,
-    pre: Pre<'_>,
+    pre: &mut Pre<'_>,
     r: &mut [Vec3],
     s: &mut [Vec3],
 ) -> f64 {
@@ -586,25 +610,21 @@ fn residual_pass<F: FilterSet>(
     }
 }
 
-/// `s = S P⁻¹ r` with the incomplete factor (sequential solve, then a fixed-chunk filter and
-/// reduction); returns `r · s`.
+/// `s = S P⁻¹ r` with the incomplete factor (its triangular solves, then a fixed-chunk filter
+/// and reduction); returns `r · s`.
 fn precondition_pass<F: FilterSet>(
-    factor: &IncompleteBlockLdl,
+    factor: &mut IncompleteBlockLdl,
     filters: &F,
     r: &[Vec3],
     s: &mut [Vec3],
 ) -> f64 {
-    factor.apply(r, s);
-    reduce::sum_chunks_mut(s, |first, sc: &mut [Vec3]| {
-        let mut acc = 0.0;
-        for (k, si) in sc.iter_mut().enumerate() {
-            let i = first + k;
-            if !F::ALL_FREE {
-                *si = filters.get(i).apply(*si);
-            }
-            acc += dot_f64(r[i], *si);
-        }
-        acc
+    factor.apply_then(r, s, |i, si| {
+        let si = if F::ALL_FREE {
+            si
+        } else {
+            filters.get(i).apply(si)
+        };
+        (si, dot_f64(r[i], si))
     })
 }
 
@@ -647,7 +667,7 @@ fn update_pass<F: FilterSet>(
     filters: &F,
     c: &[Vec3],
     q: &[Vec3],
-    pre: Pre<'_>,
+    pre: &mut Pre<'_>,
     dv: &mut [Vec3],
     r: &mut [Vec3],
     s: &mut [Vec3],

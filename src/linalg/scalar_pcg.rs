@@ -7,6 +7,7 @@
 //! [`ScalarPcgWorkspace`] exists.
 #![deny(unsafe_code)]
 
+use super::cg::{self, CgSystem};
 use super::pcg::{PcgReport, PcgSettings};
 use super::reduce;
 
@@ -172,26 +173,48 @@ pub fn solve_scalar_pcg_with<O: SymOperator + ?Sized>(
         }
     });
     precond(r, s);
-    let mut d_new = dot(r, s);
+    let d_new = dot(r, s);
     let threshold = settings.tolerance * settings.tolerance * bnorm;
-    let mut beta: Option<f64> = None;
-    let mut it = 0u32;
-    loop {
-        if !d_new.is_finite() {
-            break;
-        }
-        if d_new <= threshold {
-            report.converged = true;
-            break;
-        }
-        if it >= settings.max_iterations {
-            break;
-        }
-        if should_stop(it) {
-            report.interrupted = true;
-            break;
-        }
-        reduce::for_each_chunk(&mut *p, |first, pc: &mut [f64]| {
+    let mut system = ScalarSystem {
+        op,
+        precond,
+        z,
+        r,
+        p,
+        q,
+        s,
+    };
+    let d_new = cg::iterate(
+        &mut system,
+        d_new,
+        threshold,
+        settings.max_iterations,
+        should_stop,
+        &mut report,
+    );
+    report.relative_residual = if d_new.is_finite() {
+        (d_new.max(0.0) / bnorm).sqrt()
+    } else {
+        f64::NAN
+    };
+    report
+}
+
+/// The scalar system as the CG iteration ([`cg::iterate`]) drives it: `f64` throughout.
+struct ScalarSystem<'a, O: SymOperator + ?Sized> {
+    op: &'a mut O,
+    precond: &'a mut dyn FnMut(&[f64], &mut [f64]),
+    z: &'a mut [f64],
+    r: &'a mut [f64],
+    p: &'a mut [f64],
+    q: &'a mut [f64],
+    s: &'a mut [f64],
+}
+
+impl<O: SymOperator + ?Sized> CgSystem for ScalarSystem<'_, O> {
+    fn direction(&mut self, beta: Option<f64>) {
+        let s = &*self.s;
+        reduce::for_each_chunk(&mut *self.p, |first, pc: &mut [f64]| {
             for (k, pi) in pc.iter_mut().enumerate() {
                 let i = first + k;
                 *pi = match beta {
@@ -200,32 +223,27 @@ pub fn solve_scalar_pcg_with<O: SymOperator + ?Sized>(
                 };
             }
         });
-        op.apply(p, q);
-        let pq = dot(p, q);
-        if pq.is_nan() || pq <= 0.0 {
-            report.indefinite = true;
-            break;
-        }
-        let alpha = d_new / pq;
-        let d_old = d_new;
-        let (pp, qq) = (&*p, &*q);
-        reduce::for_each_chunk((&mut *z, &mut *r), |first, (zc, rc)| {
+    }
+
+    fn product(&mut self) -> f64 {
+        self.op.apply(self.p, self.q);
+        dot(self.p, self.q)
+    }
+
+    fn step_is_finite(&self, alpha: f64) -> bool {
+        alpha.is_finite()
+    }
+
+    fn update(&mut self, alpha: f64) -> f64 {
+        let (pp, qq) = (&*self.p, &*self.q);
+        reduce::for_each_chunk((&mut *self.z, &mut *self.r), |first, (zc, rc)| {
             for k in 0..zc.len() {
                 let i = first + k;
                 zc[k] += alpha * pp[i];
                 rc[k] -= alpha * qq[i];
             }
         });
-        precond(r, s);
-        d_new = dot(r, s);
-        beta = Some(d_new / d_old);
-        it += 1;
+        (self.precond)(self.r, self.s);
+        dot(self.r, self.s)
     }
-    report.iterations = it;
-    report.relative_residual = if d_new.is_finite() {
-        (d_new.max(0.0) / bnorm).sqrt()
-    } else {
-        f64::NAN
-    };
-    report
 }
