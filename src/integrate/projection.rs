@@ -253,7 +253,8 @@ impl ContactRow {
 /// `n` is the triangle's normal turned to the side `p` started on (`side`) while the closest
 /// point lies inside the triangle or `p` is on the other side of the triangle's plane, the
 /// direction from the closest point to `p` while that point lies on the triangle's boundary
-/// and `p` on its own side (`docs/methods/isometric-contact.md` §6).
+/// and `p` on its own side, or always when the row has no side
+/// (`docs/methods/isometric-contact.md` §6).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SelfContactRow {
     /// Cloth node `p`.
@@ -261,7 +262,8 @@ pub struct SelfContactRow {
     /// The triangle's nodes.
     pub triangle: [u32; 3],
     /// `±1`: the side of the triangle (along its normal `(x_b − x_a) × (x_c − x_a)`) that `p`
-    /// is kept on.
+    /// is kept on; 0: none (a node beside the triangle rather than over it, whose side is not
+    /// defined: the row holds the unsigned distance).
     pub side: f64,
     /// Required distance `δ` (m).
     pub distance: f64,
@@ -290,7 +292,13 @@ impl SelfContactRow {
         let mut row = SelfContactRow {
             vertex,
             triangle,
-            side: if side < 0.0 { -1.0 } else { 1.0 },
+            side: if side < 0.0 {
+                -1.0
+            } else if side > 0.0 {
+                1.0
+            } else {
+                0.0
+            },
             distance,
             compliance: compliance.max(0.0),
             weights: [1.0 / 3.0; 3],
@@ -335,10 +343,14 @@ impl SelfContactRow {
         let d = p - q;
         let scale = (b - a).length_squared().max((c - a).length_squared());
         let wrong_side = self.side * face.dot(d) < 0.0;
-        let n = if !interior && !wrong_side && d.length_squared() > 1e-12 * scale {
+        let unsigned = self.side == 0.0 || (!interior && !wrong_side);
+        let face_ok = face.length_squared() > 1e-24 * scale * scale;
+        let n = if unsigned && d.length_squared() > 1e-12 * scale {
             d.normalize()
-        } else if face.length_squared() > 1e-24 * scale * scale {
+        } else if self.side != 0.0 && face_ok {
             self.side * face.normalize()
+        } else if self.normal == DVec3::ZERO && face_ok {
+            face.normalize()
         } else {
             return;
         };

@@ -91,7 +91,8 @@ impl SelfContactFinder {
     /// one of its neighbours (on a flat sheet those lie less than an edge length away: a
     /// band that covers a step's motion would give every node rows on its own
     /// neighbourhood). The side a row keeps its
-    /// node on is the side it was on at `x_n`. A node whose closest point lies on an edge or
+    /// node on is the side it was on at `x_n`, when it was over the triangle there (its offset
+    /// at least 30° out of the triangle's plane; beside it the row has no side). A node whose closest point lies on an edge or
     /// corner shared by several of its candidate triangles gets one row for that feature, and
     /// a node gets rows for its [`MAX_ROWS_PER_NODE`] nearest features only.
     /// Rows whose four nodes are all pinned (`inv_mass = 0`) are left out. The compliance of a
@@ -183,11 +184,16 @@ impl SelfContactFinder {
                     let [a, b, c] = tri.map(|v| x_n[v as usize]);
                     let (w, _) = closest_on_triangle(x_n[p], a, b, c);
                     let q = w[0] * a + w[1] * b + w[2] * c;
-                    let face = (b - a).cross(c - a);
-                    let side = if face.dot(x_n[p] - q) < 0.0 {
-                        -1.0
+                    let face = (b - a).cross(c - a).normalize_or_zero();
+                    let d = x_n[p] - q;
+                    let h = face.dot(d);
+                    // A side only for a node over the triangle (its offset at least 30° out of
+                    // the triangle's plane): beside it, in a curved sheet, the sign of `h` is
+                    // noise.
+                    let side = if 2.0 * h.abs() >= d.length() && h != 0.0 {
+                        h.signum()
                     } else {
-                        1.0
+                        0.0
                     };
                     let [ar, br, cr] = tri.map(|v| x_ref[v as usize]);
                     let (wr, _) = closest_on_triangle(x_ref[p], ar, br, cr);
