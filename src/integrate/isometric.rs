@@ -104,6 +104,7 @@ use super::projection::{
     ContactGeometry, ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings,
     RowFamily,
 };
+use super::self_contact::SelfContactFinder;
 use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::model::constraint::ConstraintSet;
 use crate::model::quadratic_bending::QuadraticBending;
@@ -130,6 +131,18 @@ pub enum SecondTarget {
 
 /// Default of [`IsometricSettings::contact_rounds`].
 pub const DEFAULT_CONTACT_ROUNDS: u32 = 0;
+
+/// The distance self-contact rows keep between a node and a triangle of its own cloth, as a
+/// multiple of the thickness `η` (**choice**): a clearance of `η / 4` beyond `η`, so that the
+/// collision stage, whose repulsion acts on pairs closer than `η`, finds nothing to do on
+/// what the rows hold (`docs/methods/isometric-contact.md` §6).
+pub const SELF_CONTACT_DISTANCE: f64 = 1.25;
+
+/// `D / w` of the self-contact rows (`w` the largest inverse mass of a row's nodes;
+/// **choice**): tiny, so that the rows are hard to well below any strain tolerance, but not 0,
+/// so that `K` stays positive definite when two rows of a node coincide on a feature shared
+/// by two triangles.
+pub const SELF_CONTACT_COMPLIANCE: f64 = 1e-8;
 
 /// No contact rows on a node (`IsometricStepper::contact_slot`).
 const NO_SLOT: u32 = u32::MAX;
@@ -246,7 +259,10 @@ pub struct IsometricSettings {
     /// only when the collision stage moved a node: the moved nodes get rows (nodes away from
     /// analytic colliders the stage's own) and the projection runs again, at most
     /// `contact_rounds` times; what the last pass moves is reported
-    /// ([`IsometricReport::fail_safe_moved`]).
+    /// ([`IsometricReport::fail_safe_moved`]). With the collision stage's self-collision on,
+    /// every projection also carries self-contact rows (a node held `SELF_CONTACT_DISTANCE`
+    /// thicknesses from a triangle of its own cloth within `contact_margin` of it;
+    /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6).
     pub follow_obstacles: bool,
 }
 
@@ -292,6 +308,11 @@ pub struct IsometricReport {
     pub fail_safe_moved_without_rows: u32,
     /// Nodes given speculative rows in line 4 ([`IsometricSettings::contact_margin`]).
     pub speculative_nodes: u32,
+    /// Self-contact rows in the step's projections (the most in one projection; see
+    /// [`IsometricSettings::follow_obstacles`]).
+    pub self_contact_rows: u32,
+    /// Of those, the most that ended one projection active.
+    pub self_contact_active: u32,
 }
 
 /// The preallocated step of one isometric cloth: projector, time history, collision stage and
@@ -317,6 +338,9 @@ pub struct IsometricStepper {
     /// Longest rest edge of the simulated mesh (m): sets the clearance of the rows that follow
     /// curved colliders ([`Near::clearance`]).
     longest_edge: f64,
+    /// The self-contact rows' search ([`IsometricSettings::follow_obstacles`] with the
+    /// collision stage's self-collision on).
+    self_contact: SelfContactFinder,
 
     /// The collision stage's candidate lists (rewound at every pass).
     arena: Bump,
@@ -355,6 +379,7 @@ impl IsometricStepper {
             anchor: vec![None; n],
             lift: vec![0.0; n],
             longest_edge: rest_lengths.iter().copied().fold(0.0f32, f32::max).into(),
+            self_contact: SelfContactFinder::new(triangles),
             arena: Bump::new(),
             x32,
             v32: vec![Vec3::ZERO; n],
@@ -459,9 +484,11 @@ impl IsometricStepper {
         self.anchor.fill(None);
         self.lift.fill(0.0);
         self.x_p.copy_from_slice(&self.x_tilde);
+        let self_rows = follow && collision.self_collision;
         if follow {
             self.x_c.copy_from_slice(&self.x_tilde);
             report.speculative_nodes = self.add_band_rows(settings, &near, inv_mass, x);
+            self.refresh_self_rows(self_rows, settings, &near, inv_mass, x, &mut report);
             let geometry = NearGeometry {
                 near: &near,
                 settings,
@@ -477,7 +504,9 @@ impl IsometricStepper {
                 &mut self.x_p,
                 should_stop,
             );
+            self.count_active_self_rows(&mut report);
         } else {
+            self.projection.set_self_rows(&[]);
             report.first = self.projection.project(
                 families,
                 &self.x_tilde,
@@ -507,8 +536,11 @@ impl IsometricStepper {
                 self.add_speculative_rows(settings, &near, inv_mass)
             };
             // Line 5: project again, from x⁽⁰⁾ = x_c.
+            self.x_p.copy_from_slice(&self.x_c);
+            self.refresh_self_rows(self_rows, settings, &near, inv_mass, x, &mut report);
             report.second =
                 Some(self.project_from_collided(families, settings, &near, inv_mass, should_stop));
+            self.count_active_self_rows(&mut report);
             // Line 6: collide again, the fail-safe: the same stage as line 3 (Table 3.1).
             // (Tried: a pass without repulsion and friction, since line 3's already acted; on
             // the net-on-sphere test it raised the largest strain from 8.7 % to 26 %.)
@@ -537,8 +569,11 @@ impl IsometricStepper {
                     // Nodes line 6 moved into the band get their rows too.
                     report.speculative_nodes += self.add_band_rows(settings, &near, inv_mass, x);
                 }
+                self.x_p.copy_from_slice(&self.x_c);
+                self.refresh_self_rows(self_rows, settings, &near, inv_mass, x, &mut report);
                 let rep =
                     self.project_from_collided(families, settings, &near, inv_mass, should_stop);
+                self.count_active_self_rows(&mut report);
                 report.feedback.add(&rep);
             }
         }
@@ -546,6 +581,45 @@ impl IsometricStepper {
         // Line 7: velocity by the scheme of line 1; x ← x^{n+1}.
         self.time.finish(h, &self.x_c, x, v);
         report
+    }
+
+    /// The self-contact rows of the next projection, found at its start iterate `x_p` and
+    /// at the start of the step `x_n` (`on`: [`IsometricSettings::follow_obstacles`] with the
+    /// stage's self-collision; otherwise none). The band is the contact margin.
+    fn refresh_self_rows(
+        &mut self,
+        on: bool,
+        settings: &IsometricSettings,
+        near: &Near<'_>,
+        inv_mass: &[f64],
+        x_n: &[DVec3],
+        report: &mut IsometricReport,
+    ) {
+        if !on {
+            self.projection.set_self_rows(&[]);
+            return;
+        }
+        let rows = self.self_contact.find(
+            &self.x_p,
+            x_n,
+            inv_mass,
+            SELF_CONTACT_DISTANCE * near.thickness,
+            settings.contact_margin,
+            SELF_CONTACT_COMPLIANCE,
+        );
+        self.projection.set_self_rows(rows);
+        report.self_contact_rows = report.self_contact_rows.max(rows.len() as u32);
+    }
+
+    /// Folds the self-contact rows that ended the last projection active into the report.
+    fn count_active_self_rows(&self, report: &mut IsometricReport) {
+        let active = self
+            .projection
+            .self_rows_active()
+            .iter()
+            .filter(|&&a| a)
+            .count() as u32;
+        report.self_contact_active = report.self_contact_active.max(active);
     }
 
     /// Line 5: the projection with the contact rows, from `x⁽⁰⁾ = x_c` towards the

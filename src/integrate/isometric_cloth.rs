@@ -147,6 +147,11 @@ pub struct IsometricStepStats {
     /// Nodes the last collision pass moved after the last projection (their moves enter the
     /// state unprojected; `IsometricReport::fail_safe_moved`).
     pub fail_safe_moved: u32,
+    /// Self-contact rows of the step's projections (the most in one projection;
+    /// `IsometricReport::self_contact_rows`).
+    pub self_contact_rows: u32,
+    /// The most self-contact rows that ended one of the step's projections active.
+    pub self_contact_active: u32,
 }
 
 impl IsometricStepStats {
@@ -164,6 +169,8 @@ impl IsometricStepStats {
             collide_first: r.collide_first,
             collide_second: r.collide_second,
             fail_safe_moved: r.fail_safe_moved,
+            self_contact_rows: r.self_contact_rows,
+            self_contact_active: r.self_contact_active,
         }
     }
 }

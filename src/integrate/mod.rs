@@ -10,3 +10,4 @@ pub mod isometric;
 pub mod isometric_cloth;
 pub mod pin_track;
 pub mod projection;
+pub mod self_contact;

@@ -80,7 +80,10 @@
 //! - Budget: at the Newton cap or the deadline the last iterate is returned, or the best one
 //!   when the iteration diverged (`DIVERGED_FACTOR`, [`ProjectionReport::kept_best`]).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
-//!   beyond the capacity grows the pool once and is counted.
+//!   beyond the capacity grows the pool once and is counted. Self-contact rows
+//!   ([`SelfContactRow`], a node against a triangle of the same cloth) couple four nodes: they
+//!   are re-linearised and their active set updated at every iteration, and the direct solve
+//!   keeps them as rows of its reduced system (`solve_direct`).
 #![deny(unsafe_code)]
 
 use std::time::Instant;
@@ -241,6 +244,163 @@ impl ContactRow {
     fn effective_direction(&self, active: bool) -> DVec3 {
         if active { self.direction } else { DVec3::ZERO }
     }
+}
+
+/// A self-contact row between a cloth node `p` and a triangle `(a, b, c)` of the same cloth
+/// that does not contain it (Wang 2012 eq. 3.26 as an inequality, with the triangle's nodes
+/// in the row): `C(x) = n · (x_p − Σ_i β_i x_i) − δ ≥ 0`, with `β` the barycentric weights of
+/// the point of the triangle closest to `p` and `n` the unit normal of the separation at the
+/// last linearisation, `δ` the required distance (the thickness plus a clearance). The row is
+/// hard and unilateral (an active set as for [`ContactRow::unilateral`]); it is re-linearised
+/// at every Gauss–Newton iterate: `β` and `n` are those of the iterate's closest point, and
+/// `n` is the triangle's normal turned to the side `p` started on (`side`) while the closest
+/// point lies inside the triangle or `p` is on the other side of the triangle's plane, the
+/// direction from the closest point to `p` while that point lies on the triangle's boundary
+/// and `p` on its own side, or always when the row has no side
+/// (`docs/methods/isometric-contact.md` §6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SelfContactRow {
+    /// Cloth node `p`.
+    pub vertex: u32,
+    /// The triangle's nodes.
+    pub triangle: [u32; 3],
+    /// `±1`: the side of the triangle (along its normal `(x_b − x_a) × (x_c − x_a)`) that `p`
+    /// is kept on; 0: none (a node beside the triangle rather than over it, whose side is not
+    /// defined: the row holds the unsigned distance).
+    pub side: f64,
+    /// Required distance `δ` (m).
+    pub distance: f64,
+    /// Compliance `D` while active (units of inverse mass; 0: exactly hard). A tiny `D` keeps
+    /// `K` positive definite when two rows of one node coincide (its closest point on an edge
+    /// or a corner shared by two of its triangles).
+    pub compliance: f64,
+    /// `β`: barycentric weights of the closest point at the last linearisation.
+    pub weights: [f64; 3],
+    /// `n` at the last linearisation.
+    pub normal: DVec3,
+}
+
+impl SelfContactRow {
+    /// A row holding `vertex` at least `distance` from `triangle` on the side `side`, with
+    /// compliance `compliance`, linearised at `x`.
+    #[must_use]
+    pub fn new(
+        vertex: u32,
+        triangle: [u32; 3],
+        side: f64,
+        distance: f64,
+        compliance: f64,
+        x: &[DVec3],
+    ) -> Self {
+        let mut row = SelfContactRow {
+            vertex,
+            triangle,
+            side: if side < 0.0 {
+                -1.0
+            } else if side > 0.0 {
+                1.0
+            } else {
+                0.0
+            },
+            distance,
+            compliance: compliance.max(0.0),
+            weights: [1.0 / 3.0; 3],
+            normal: DVec3::ZERO,
+        };
+        row.relinearise(x);
+        row
+    }
+
+    /// The row's nodes: `p`, then the triangle's.
+    fn stencil(&self) -> [u32; 4] {
+        let [a, b, c] = self.triangle;
+        [self.vertex, a, b, c]
+    }
+
+    /// `∇C` per node of [`Self::stencil`] (zero while the row is released).
+    fn gradients(&self, active: bool) -> [DVec3; 4] {
+        if !active {
+            return [DVec3::ZERO; 4];
+        }
+        let n = self.normal;
+        let [b0, b1, b2] = self.weights;
+        [n, -b0 * n, -b1 * n, -b2 * n]
+    }
+
+    /// `C(x)` at the current linearisation.
+    #[must_use]
+    pub fn value(&self, x: &[DVec3]) -> f64 {
+        let [p, a, b, c] = self.stencil().map(|v| x[v as usize]);
+        let [b0, b1, b2] = self.weights;
+        self.normal.dot(p - (b0 * a + b1 * b + b2 * c)) - self.distance
+    }
+
+    /// The closest point of the triangle to `p` at `x`, its weights and the separation's
+    /// normal (see the type's doc). A degenerate triangle keeps the last normal.
+    pub fn relinearise(&mut self, x: &[DVec3]) {
+        let [p, a, b, c] = self.stencil().map(|v| x[v as usize]);
+        let (weights, interior) = closest_on_triangle(p, a, b, c);
+        self.weights = weights;
+        let face = (b - a).cross(c - a);
+        let q = weights[0] * a + weights[1] * b + weights[2] * c;
+        let d = p - q;
+        let scale = (b - a).length_squared().max((c - a).length_squared());
+        let wrong_side = self.side * face.dot(d) < 0.0;
+        let unsigned = self.side == 0.0 || (!interior && !wrong_side);
+        let face_ok = face.length_squared() > 1e-24 * scale * scale;
+        let n = if unsigned && d.length_squared() > 1e-12 * scale {
+            d.normalize()
+        } else if self.side != 0.0 && face_ok {
+            self.side * face.normalize()
+        } else if self.normal == DVec3::ZERO && face_ok {
+            face.normalize()
+        } else {
+            return;
+        };
+        self.normal = n;
+    }
+}
+
+/// Barycentric weights of the point of triangle `(a, b, c)` closest to `p` (Ericson 2005,
+/// §5.1.5, by Voronoi regions), and whether that point lies inside the triangle (not on an
+/// edge or a corner).
+pub(crate) fn closest_on_triangle(p: DVec3, a: DVec3, b: DVec3, c: DVec3) -> ([f64; 3], bool) {
+    let (ab, ac, ap) = (b - a, c - a, p - a);
+    let (d1, d2) = (ab.dot(ap), ac.dot(ap));
+    if d1 <= 0.0 && d2 <= 0.0 {
+        return ([1.0, 0.0, 0.0], false);
+    }
+    let bp = p - b;
+    let (d3, d4) = (ab.dot(bp), ac.dot(bp));
+    if d3 >= 0.0 && d4 <= d3 {
+        return ([0.0, 1.0, 0.0], false);
+    }
+    let vc = d1 * d4 - d3 * d2;
+    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 {
+        let t = d1 / (d1 - d3);
+        return ([1.0 - t, t, 0.0], false);
+    }
+    let cp = p - c;
+    let (d5, d6) = (ab.dot(cp), ac.dot(cp));
+    if d6 >= 0.0 && d5 <= d6 {
+        return ([0.0, 0.0, 1.0], false);
+    }
+    let vb = d5 * d2 - d1 * d6;
+    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 {
+        let t = d2 / (d2 - d6);
+        return ([1.0 - t, 0.0, t], false);
+    }
+    let va = d3 * d6 - d5 * d4;
+    if va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0 {
+        let t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        return ([0.0, 1.0 - t, t], false);
+    }
+    let denom = va + vb + vc;
+    if denom.abs() < f64::MIN_POSITIVE {
+        return ([1.0, 0.0, 0.0], false);
+    }
+    let (v, w) = (vb / denom, vc / denom);
+    ([1.0 - v - w, v, w], true)
 }
 
 /// What an update of the contact active set did.
@@ -467,6 +627,34 @@ pub struct GaussNewtonProjection {
     group_stamp: Vec<u32>,
     stamp: u32,
     direct_times: DirectSolveTimes,
+    /// Self-contact rows ([`SelfContactRow`]), after the contact rows in the row order; set
+    /// before each call ([`GaussNewtonProjection::set_self_rows`]).
+    self_rows: Vec<SelfContactRow>,
+    /// Per self-contact row: in the active set of this projection.
+    self_active: Vec<bool>,
+    /// Per self-contact row: how often its activity changed in this projection.
+    self_toggles: Vec<u8>,
+    self_capacity: usize,
+    /// The direct solver's system when self-contact rows exist: the cloth rows and the
+    /// self-contact rows together, analysed once per set of self-contact stencils.
+    augmented: Option<Box<Augmented>>,
+}
+
+/// The system of the direct solve with self-contact rows: the cloth rows' stencils followed by
+/// those of the self-contact rows (four nodes each), its pattern, factor and scratch.
+#[derive(Clone, Debug)]
+struct Augmented {
+    /// The self-contact stencils the pattern was built for.
+    key: Vec<[u32; 4]>,
+    ordering: Ordering,
+    threads: CholeskyThreads,
+    offsets: Vec<u32>,
+    vertices: Vec<u32>,
+    gradients: Vec<DVec3>,
+    diag: Vec<f64>,
+    z: Vec<f64>,
+    k: SymCsr,
+    chol: Option<SparseCholesky>,
 }
 
 impl GaussNewtonProjection {
@@ -563,6 +751,11 @@ impl GaussNewtonProjection {
             group_stamp: vec![0; num_vertices],
             stamp: 0,
             direct_times: DirectSolveTimes::default(),
+            self_rows: Vec::new(),
+            self_active: Vec::new(),
+            self_toggles: Vec::new(),
+            self_capacity: 0,
+            augmented: None,
         }
     }
 
@@ -590,6 +783,54 @@ impl GaussNewtonProjection {
             .as_ref()
             .map_or(0, SparseCholesky::factor_entries);
         self.cholesky.is_some()
+    }
+
+    /// With self-contact rows: the pattern of the cloth rows and the self-contact rows
+    /// together, and its symbolic analysis, unless the last one was built for the same
+    /// stencils, ordering and threads (it allocates: once per change of the self-contact
+    /// pattern, counted in [`DirectSolveTimes::analyses`]). Without self-contact rows nothing
+    /// is done; the cloth block's factor serves.
+    fn ensure_augmented(&mut self, ordering: Ordering, threads: CholeskyThreads) {
+        if self.self_rows.is_empty() {
+            return;
+        }
+        let same = self.augmented.as_ref().is_some_and(|a| {
+            a.ordering == ordering
+                && a.threads == threads
+                && a.key.len() == self.self_rows.len()
+                && a.key
+                    .iter()
+                    .zip(&self.self_rows)
+                    .all(|(k, r)| *k == r.stencil())
+        });
+        if same {
+            return;
+        }
+        let t = &self.topo;
+        let cloth = t.num_cloth_rows();
+        let m = self.self_rows.len();
+        let key: Vec<[u32; 4]> = self.self_rows.iter().map(SelfContactRow::stencil).collect();
+        let mut offsets = t.stencil_offsets.clone();
+        let mut vertices = t.stencil_vertices.clone();
+        for st in &key {
+            vertices.extend_from_slice(st);
+            offsets.push(vertices.len() as u32);
+        }
+        let k = SymCsr::from_stencils(self.num_vertices, &offsets, &vertices);
+        let chol = SparseCholesky::new(&k, ordering, threads).ok();
+        self.direct_times.analyses += 1;
+        self.augmented = Some(Box::new(Augmented {
+            key,
+            ordering,
+            threads,
+            gradients: vec![DVec3::ZERO; vertices.len()],
+            offsets,
+            vertices,
+            diag: vec![0.0; cloth + m],
+            z: vec![0.0; cloth + m],
+            k,
+            chol,
+        }));
     }
 
     /// Number of cloth rows (all families).
@@ -623,27 +864,68 @@ impl GaussNewtonProjection {
         if self.contacts.len() == self.contact_capacity {
             self.contact_overflows += 1;
             self.contact_capacity = (2 * self.contact_capacity).max(16);
-            let total = self.num_cloth_rows() + self.contact_capacity;
-            for v in [
-                &mut self.values,
-                &mut self.diag,
-                &mut self.rhs,
-                &mut self.z,
-                &mut self.z_total,
-            ] {
-                v.resize(total, 0.0);
-            }
+            self.resize_rows();
             let more = self.contact_capacity - self.contacts.len();
             self.contacts.reserve(more);
             self.contact_active.reserve(more);
             self.contact_toggles.reserve(more);
-            self.pcg.reserve(total);
         }
         let a = self.num_cloth_rows() + self.contacts.len();
         self.z[a] = 0.0;
         self.contacts.push(row);
         self.contact_active.push(true);
         self.contact_toggles.push(0);
+    }
+
+    /// Sizes the per-row buffers for the cloth rows and both pools at their capacities.
+    fn resize_rows(&mut self) {
+        let total = self.num_cloth_rows() + self.contact_capacity + self.self_capacity;
+        for v in [
+            &mut self.values,
+            &mut self.diag,
+            &mut self.rhs,
+            &mut self.z,
+            &mut self.z_total,
+        ] {
+            v.resize(total, 0.0);
+        }
+        self.pcg.reserve(total);
+    }
+
+    /// Replaces the self-contact rows ([`SelfContactRow`]) of the next calls. Their pool grows
+    /// (doubling) when `rows` exceeds it, counted with the contact pool's overflows
+    /// ([`GaussNewtonProjection::contact_overflows`]); otherwise nothing allocates. Their
+    /// multipliers start at 0 in every call.
+    pub fn set_self_rows(&mut self, rows: &[SelfContactRow]) {
+        if rows.len() > self.self_capacity {
+            if self.self_capacity > 0 {
+                self.contact_overflows += 1;
+            }
+            self.self_capacity = rows.len().next_power_of_two().max(64);
+            self.resize_rows();
+            let more = self.self_capacity - self.self_rows.len();
+            self.self_rows.reserve(more);
+            self.self_active.reserve(more);
+            self.self_toggles.reserve(more);
+        }
+        self.self_rows.clear();
+        self.self_rows.extend_from_slice(rows);
+        self.self_active.clear();
+        self.self_active.resize(rows.len(), true);
+        self.self_toggles.clear();
+        self.self_toggles.resize(rows.len(), 0);
+    }
+
+    /// The self-contact rows currently in the system, as last linearised.
+    #[must_use]
+    pub fn self_rows(&self) -> &[SelfContactRow] {
+        &self.self_rows
+    }
+
+    /// Per self-contact row: whether it ended the last call in the active set.
+    #[must_use]
+    pub fn self_rows_active(&self) -> &[bool] {
+        &self.self_active
     }
 
     /// Replaces contact row `j` (an index into [`GaussNewtonProjection::contacts`]) and forgets
@@ -784,7 +1066,8 @@ impl GaussNewtonProjection {
             );
         }
         let cloth_rows = self.num_cloth_rows();
-        let rows = cloth_rows + self.contacts.len();
+        let self_base = cloth_rows + self.contacts.len();
+        let rows = self_base + self.self_rows.len();
         let mut report = ProjectionReport::default();
 
         // D per row, fixed for the call.
@@ -795,12 +1078,18 @@ impl GaussNewtonProjection {
         }
         if let LinearSolver::Cholesky { ordering, threads } = settings.solver {
             self.ensure_cholesky(ordering, threads);
+            self.ensure_augmented(ordering, threads);
         }
         if let Some(g) = geometry {
             self.relinearise_contacts(g, x);
         }
+        for r in &mut self.self_rows {
+            r.relinearise(x);
+        }
+        self.z[self_base..rows].fill(0.0);
         self.start_active_set(x);
         self.contact_toggles.fill(0);
+        self.self_toggles.fill(0);
         self.refresh_contact_diagonal();
         // At least one solve when soft or residual rows exist: a feasible start is not the
         // minimiser then.
@@ -875,10 +1164,15 @@ impl GaussNewtonProjection {
                 self.z[..rows].fill(0.0);
             }
             previous = report.max_violation;
-            if let Some(g) = geometry {
-                // Contacts follow the obstacles: rows at the iterate's closest features, the
-                // active set updated at every iteration.
-                self.relinearise_contacts(g, x);
+            if geometry.is_some() || !self.self_rows.is_empty() {
+                // Contacts follow the obstacles and the cloth itself: rows at the iterate's
+                // closest features, the active set updated at every iteration.
+                if let Some(g) = geometry {
+                    self.relinearise_contacts(g, x);
+                }
+                for r in &mut self.self_rows {
+                    r.relinearise(x);
+                }
                 let set = self.update_active_set(x, fast, false);
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
@@ -921,6 +1215,9 @@ impl GaussNewtonProjection {
                 group_stamp,
                 stamp,
                 direct_times,
+                self_rows,
+                self_active,
+                augmented,
                 ..
             } = self;
             let (inv_mass, x_target) = (&w_eff[..], &x_hat[..]);
@@ -930,6 +1227,8 @@ impl GaussNewtonProjection {
                 diag: &diag[..rows],
                 contacts,
                 active: contact_active,
+                selfs: self_rows,
+                self_active,
                 inv_mass,
                 u,
             };
@@ -965,6 +1264,7 @@ impl GaussNewtonProjection {
                         group_stamp,
                         stamp: *stamp,
                         times: direct_times,
+                        augmented: augmented.as_deref_mut(),
                     };
                     let ok = solve_direct(&mut op, &rhs[..rows], &mut scratch, z);
                     report.direct_solves += u32::from(ok);
@@ -1004,6 +1304,7 @@ impl GaussNewtonProjection {
                         let ic = &*ic;
                         let d = &diag[..rows];
                         let active = &contact_active[..];
+                        let (selfs, self_on) = (&self_rows[..], &self_active[..]);
                         let mut precond = |r: &[f64], s: &mut [f64]| {
                             ic.solve(&r[..cloth_rows], &mut s[..cloth_rows]);
                             for (j, c) in contacts.iter().enumerate() {
@@ -1011,6 +1312,11 @@ impl GaussNewtonProjection {
                                 let kaa = inv_mass[c.vertex as usize]
                                     * c.effective_direction(active[j]).length_squared()
                                     + d[a];
+                                s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
+                            }
+                            for (k, c) in selfs.iter().enumerate() {
+                                let a = self_base + k;
+                                let kaa = self_row_kaa(c, self_on[k], inv_mass) + d[a];
                                 s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
                             }
                         };
@@ -1190,6 +1496,15 @@ impl GaussNewtonProjection {
                 0.0
             };
         }
+        let base = base + self.contacts.len();
+        for ((r, v), &on) in self
+            .self_rows
+            .iter()
+            .zip(&mut self.values[base..])
+            .zip(&self.self_active)
+        {
+            *v = if on { r.value(x) } else { 0.0 };
+        }
     }
 
     /// `D` of the contact rows: the row's compliance while active; 1 while released, so that
@@ -1203,6 +1518,15 @@ impl GaussNewtonProjection {
             .zip(&self.contact_active)
         {
             *d = if on { c.compliance.max(0.0) } else { 1.0 };
+        }
+        let base = base + self.contacts.len();
+        for ((r, d), &on) in self
+            .self_rows
+            .iter()
+            .zip(&mut self.diag[base..])
+            .zip(&self.self_active)
+        {
+            *d = if on { r.compliance } else { 1.0 };
         }
     }
 
@@ -1226,6 +1550,10 @@ impl GaussNewtonProjection {
                     _ => true,
                 }
             };
+        }
+        // A self-contact row starts active when its node is within the required distance.
+        for (r, active) in self.self_rows.iter().zip(&mut self.self_active) {
+            *active = r.value(x) <= 0.0;
         }
     }
 
@@ -1285,6 +1613,27 @@ impl GaussNewtonProjection {
             }
             out.inactive += u32::from(c.unilateral && !now);
         }
+        // Self-contact rows: the same rules as the unilateral normal rows.
+        let base = base + self.contacts.len();
+        for k in 0..self.self_rows.len() {
+            let a = base + k;
+            let was = self.self_active[k];
+            let now = if fast || self.self_toggles[k] >= MAX_CONTACT_TOGGLES {
+                was
+            } else if was {
+                self.z[a] <= 0.0
+            } else {
+                (take || self.self_toggles[k] == 0) && self.self_rows[k].value(x) < 0.0
+            };
+            if now != was {
+                self.self_active[k] = now;
+                self.self_toggles[k] = self.self_toggles[k].saturating_add(1);
+                self.z[a] = 0.0;
+                self.z_total[a] = 0.0;
+                out.changed = true;
+            }
+            out.inactive += u32::from(!now);
+        }
         if out.changed {
             self.refresh_contact_diagonal();
         }
@@ -1322,6 +1671,10 @@ impl GaussNewtonProjection {
                 take(v.abs() / settings.contact_length);
             }
         }
+        let base = base + self.contacts.len();
+        for v in &self.values[base..base + self.self_rows.len()] {
+            take(v.abs() / settings.contact_length);
+        }
         worst
     }
 }
@@ -1358,6 +1711,9 @@ struct KOperator<'a> {
     contacts: &'a [ContactRow],
     /// Per contact row: active (a released row acts with a zero direction).
     active: &'a [bool],
+    /// Self-contact rows, after the contact rows, and whether each is active.
+    selfs: &'a [SelfContactRow],
+    self_active: &'a [bool],
     inv_mass: &'a [f64],
     /// Scratch `W Gᵀ z` per vertex.
     u: &'a mut [DVec3],
@@ -1386,6 +1742,13 @@ impl KOperator<'_> {
         for ((c, zc), &on) in self.contacts.iter().zip(&z[base..]).zip(self.active) {
             let v = c.vertex as usize;
             self.u[v] += c.effective_direction(on) * (zc * w[v]);
+        }
+        let base = base + self.contacts.len();
+        for ((r, &zr), &on) in self.selfs.iter().zip(&z[base..]).zip(self.self_active) {
+            for (v, g) in r.stencil().into_iter().zip(r.gradients(on)) {
+                let v = v as usize;
+                self.u[v] += g * (zr * w[v]);
+            }
         }
     }
 
@@ -1426,6 +1789,18 @@ impl KOperator<'_> {
                 0.0
             };
         }
+        let base = cloth + self.contacts.len();
+        for (k, c) in self.selfs.iter().enumerate() {
+            let a = base + k;
+            let on = self.self_active[k];
+            let kaa = self_row_kaa(c, on, w) + self.diag[a];
+            let mut acc = values[a];
+            for (v, g) in c.stencil().into_iter().zip(c.gradients(on)) {
+                let v = v as usize;
+                acc += g.dot(x_target[v] - x[v]);
+            }
+            rhs[a] = if kaa > 0.0 { acc } else { 0.0 };
+        }
     }
 }
 
@@ -1458,6 +1833,19 @@ impl SymOperator for KOperator<'_> {
                 .dot(u[c.vertex as usize])
                 + diag[a] * z[a];
         }
+        let base = cloth + self.contacts.len();
+        for (k, c) in self.selfs.iter().enumerate() {
+            let a = base + k;
+            let mut acc = diag[a] * z[a];
+            for (v, g) in c
+                .stencil()
+                .into_iter()
+                .zip(c.gradients(self.self_active[k]))
+            {
+                acc += g.dot(u[v as usize]);
+            }
+            y[a] = acc;
+        }
     }
 
     fn diagonal(&self, out: &mut [f64]) {
@@ -1480,7 +1868,20 @@ impl SymOperator for KOperator<'_> {
             out[a] = w[c.vertex as usize] * c.effective_direction(self.active[j]).length_squared()
                 + self.diag[a];
         }
+        let base = cloth + self.contacts.len();
+        for (k, c) in self.selfs.iter().enumerate() {
+            out[base + k] = self_row_kaa(c, self.self_active[k], w) + self.diag[base + k];
+        }
     }
+}
+
+/// `Σ_v w_v |∇_v C|²` of a self-contact row (its entry of `G W Gᵀ`).
+fn self_row_kaa(r: &SelfContactRow, active: bool, inv_mass: &[f64]) -> f64 {
+    r.stencil()
+        .into_iter()
+        .zip(r.gradients(active))
+        .map(|(v, g)| inv_mass[v as usize] * g.length_squared())
+        .sum()
 }
 
 /// Buffers of [`solve_direct`], borrowed from the projector.
@@ -1493,6 +1894,20 @@ struct DirectScratch<'a> {
     group_stamp: &'a mut [u32],
     stamp: u32,
     times: &'a mut DirectSolveTimes,
+    /// The system with the self-contact rows, when there are any.
+    augmented: Option<&'a mut Augmented>,
+}
+
+/// The system [`solve_direct`] factors: the cloth block, or the cloth and self-contact rows
+/// ([`Augmented`]), with the solution's storage.
+struct ReducedSystem<'a> {
+    k: &'a mut SymCsr,
+    chol: &'a mut SparseCholesky,
+    offsets: &'a [u32],
+    vertices: &'a [u32],
+    gradients: &'a [DVec3],
+    diag: &'a [f64],
+    z: &'a mut [f64],
 }
 
 /// One contact group: the rows `j0..j1` of the pool on one vertex (at most 3, contiguous).
@@ -1533,9 +1948,12 @@ fn contact_group(op: &KOperator<'_>, j0: usize, j1: usize) -> Option<(usize, DMa
 ///
 /// `K̄ z_c = b_c − G (w N_vᵀ B_v b_v)_v`,  `K̄ = G W̄ Gᵀ + D_c`,  `W̄_v = w_v I − w_v² N_vᵀ B_v N_v`,
 ///
-/// then `λ_v = B_v (b_v − N_v (W Gᵀ z_c)_v)`. `K̄` lives on the cloth block's fixed pattern (a
-/// contact only changes the 3×3 metric of its vertex), so the symbolic analysis never
-/// repeats. Returns false (nothing usable in `z`) when a vertex's rows are not contiguous in the
+/// then `λ_v = B_v (b_v − N_v (W Gᵀ z_c)_v)`. Without self-contact rows `K̄` lives on the cloth
+/// block's fixed pattern (a contact only changes the 3×3 metric of its vertex), so the symbolic
+/// analysis never repeats. A self-contact row couples four nodes and cannot be eliminated per
+/// vertex: it stays in the reduced system as a row of `G` like a cloth row (its entries of `K̄`
+/// use the same `W̄`), on the pattern of [`Augmented`], analysed once per set of self-contact
+/// stencils. Returns false (nothing usable in `z`) when a vertex's rows are not contiguous in the
 /// pool or more than 3, or the factorisation fails.
 #[allow(clippy::needless_range_loop)] // rows and stencil entries index parallel arrays
 fn solve_direct(
@@ -1547,6 +1965,8 @@ fn solve_direct(
     let start = Instant::now();
     let cloth = op.topo.num_cloth_rows();
     let contacts = op.contacts.len();
+    let self_base = cloth + contacts;
+    let m = op.selfs.len();
     s.reduction.fill(DMat3::ZERO);
     s.push.fill(DVec3::ZERO);
     // Contact groups: S_v and p_v.
@@ -1574,46 +1994,104 @@ fn solve_direct(
         j0 = j1;
     }
     let reduced = contacts > 0;
-    s.k.assemble_reduced(
-        op.gradients,
+    // The reduced system: the cloth rows, then the self-contact rows when there are any.
+    let t = op.topo;
+    let system = if m == 0 {
+        ReducedSystem {
+            k: &mut *s.k,
+            chol: &mut *s.chol,
+            offsets: &t.stencil_offsets,
+            vertices: &t.stencil_vertices,
+            gradients: op.gradients,
+            diag: &op.diag[..cloth],
+            z: &mut z[..cloth],
+        }
+    } else {
+        let Some(aug) = s.augmented.as_deref_mut() else {
+            return false;
+        };
+        if aug.key.len() != m {
+            return false;
+        }
+        let Some(chol) = aug.chol.as_mut() else {
+            return false;
+        };
+        let entries = t.stencil_vertices.len();
+        aug.gradients[..entries].copy_from_slice(op.gradients);
+        aug.diag[..cloth].copy_from_slice(&op.diag[..cloth]);
+        for (k, r) in op.selfs.iter().enumerate() {
+            if aug.key[k] != r.stencil() {
+                return false;
+            }
+            let g = r.gradients(op.self_active[k]);
+            aug.gradients[entries + 4 * k..entries + 4 * k + 4].copy_from_slice(&g);
+            aug.diag[cloth + k] = op.diag[self_base + k];
+        }
+        ReducedSystem {
+            k: &mut aug.k,
+            chol,
+            offsets: &aug.offsets,
+            vertices: &aug.vertices,
+            gradients: &aug.gradients,
+            diag: &aug.diag,
+            z: &mut aug.z[..],
+        }
+    };
+    let ReducedSystem {
+        k,
+        chol,
+        offsets,
+        vertices,
+        gradients,
+        diag,
+        z: zs,
+    } = system;
+    k.assemble_reduced(
+        gradients,
         op.inv_mass,
         reduced.then_some(&*s.reduction),
-        &op.diag[..cloth],
+        diag,
     );
-    // Right-hand side of the cloth block: b_c − G p.
-    let t = op.topo;
-    let g = op.gradients;
+    // Right-hand side of the reduced system: b_c − G p (rows past the cloth rows are the
+    // self-contact rows, `b` of which follows the contact rows).
     let push = &*s.push;
-    let zc = &mut z[..cloth];
-    reduce::for_each_chunk(zc, |first, chunk: &mut [f64]| {
-        for (k, r) in chunk.iter_mut().enumerate() {
-            let a = first + k;
-            let mut acc = b[a];
+    reduce::for_each_chunk(&mut *zs, |first, chunk: &mut [f64]| {
+        for (j, r) in chunk.iter_mut().enumerate() {
+            let a = first + j;
+            let mut acc = if a < cloth {
+                b[a]
+            } else {
+                b[self_base + a - cloth]
+            };
             if reduced {
-                for e in t.stencil_offsets[a] as usize..t.stencil_offsets[a + 1] as usize {
-                    acc -= g[e].dot(push[t.stencil_vertices[e] as usize]);
+                for e in offsets[a] as usize..offsets[a + 1] as usize {
+                    acc -= gradients[e].dot(push[vertices[e] as usize]);
                 }
             }
             *r = acc;
         }
     });
-    if reduced {
+    if reduced || m > 0 {
         // A row whose every vertex is held by hard contact rows reads `K̄_aa = D_a`, 0 for a
-        // hard row: it is a zero row, solved as `z_a = 0`.
-        for a in 0..cloth {
-            let mut full = op.diag[a];
-            for e in t.stencil_offsets[a] as usize..t.stencil_offsets[a + 1] as usize {
-                full += op.inv_mass[t.stencil_vertices[e] as usize] * g[e].length_squared();
+        // hard row: it is a zero row, solved as `z_a = 0`. With self-contact rows, so is a
+        // hard row on pinned nodes only (`K_aa = 0`, its right-hand side masked to 0).
+        for a in 0..zs.len() {
+            let mut full = diag[a];
+            for e in offsets[a] as usize..offsets[a + 1] as usize {
+                full += op.inv_mass[vertices[e] as usize] * gradients[e].length_squared();
             }
-            let kaa = s.k.diagonal_mut(a);
+            let kaa = k.diagonal_mut(a);
             if full > 0.0 && *kaa <= 1e-12 * full {
                 *kaa = full;
-                z[a] = 0.0;
+                zs[a] = 0.0;
+            } else if full == 0.0 && m > 0 {
+                *kaa = 1.0;
+                zs[a] = 0.0;
             }
         }
     }
     let factor_start = Instant::now();
-    let factored = s.chol.factor(s.k).is_ok();
+    let factored = chol.factor(k).is_ok();
     let solve_start = Instant::now();
     s.times.factors += 1;
     s.times.assemble_seconds += (factor_start - start).as_secs_f64();
@@ -1621,10 +2099,17 @@ fn solve_direct(
     if !factored {
         return false;
     }
-    s.chol.solve_in_place(&mut z[..cloth]);
-    // The contact multipliers from the cloth rows' solution.
+    chol.solve_in_place(zs);
+    if m > 0 {
+        let Some(aug) = s.augmented.as_deref() else {
+            return false;
+        };
+        z[..cloth].copy_from_slice(&aug.z[..cloth]);
+        z[self_base..self_base + m].copy_from_slice(&aug.z[cloth..]);
+    }
+    // The contact multipliers from the reduced system's solution.
     if reduced {
-        z[cloth..].fill(0.0);
+        z[cloth..self_base].fill(0.0);
         op.scatter(z);
         let mut j0 = 0;
         while j0 < contacts {
@@ -1863,6 +2348,8 @@ mod tests {
             diag: &diag[..rows],
             contacts,
             active: contact_active,
+            selfs: &[],
+            self_active: &[],
             inv_mass: &inv_mass,
             u,
         };
@@ -2003,6 +2490,8 @@ mod tests {
             diag: &diag[..rows],
             contacts,
             active: contact_active,
+            selfs: &[],
+            self_active: &[],
             inv_mass: &inv_mass,
             u,
         };
@@ -2020,6 +2509,7 @@ mod tests {
             group_stamp,
             stamp: 1,
             times: direct_times,
+            augmented: None,
         };
         let mut z = vec![0.0; rows];
         assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));
@@ -2044,6 +2534,262 @@ mod tests {
                 y[a],
                 b[a]
             );
+        }
+    }
+
+    #[test]
+    fn direct_solve_with_self_contact_rows_matches_dense() {
+        // K of eq. 3.25 / 3.30 with one-vertex contact rows and self-contact rows coupling a
+        // node to a triangle (four nodes, one of them also held by contact rows): the direct
+        // solve (one-vertex rows eliminated per vertex, the self-contact rows kept as rows of
+        // the reduced system on its own pattern) against faer's dense Cholesky of the whole K.
+        let (x0, edges) = grid(5, 0.1, true);
+        let mut rng = SplitMix64::new(7);
+        let x: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.02)).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let mut inv_mass: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
+        inv_mass[0] = 0.0;
+        let mut proj = GaussNewtonProjection::new(x.len(), &[&set], 8);
+        let normal = DVec3::new(0.3, 1.0, -0.2).normalize();
+        let (t1, t2) = normal.any_orthonormal_pair();
+        for (k, &c) in [0.0, 1e-3, 1e-3].iter().enumerate() {
+            proj.push_contact(ContactRow {
+                vertex: 6,
+                direction: [normal, t1, t2][k],
+                target: 0.0,
+                compliance: c,
+                unilateral: k == 0,
+                speculative: false,
+            });
+        }
+        // Node 12 against triangle (1, 2, 7) and node 18 against (6, 7, 11) (node 6 is held
+        // by the contact rows above); node 24 against (0, 1, 5), released.
+        let selfs = [
+            SelfContactRow::new(12, [1, 2, 7], 1.0, 0.004, 0.0, &x),
+            SelfContactRow::new(18, [6, 7, 11], -1.0, 0.004, 1e-6, &x),
+            SelfContactRow::new(24, [0, 1, 5], 1.0, 0.004, 0.0, &x),
+        ];
+        proj.set_self_rows(&selfs);
+        proj.ensure_augmented(Ordering::Amd, CholeskyThreads::One);
+        let cloth_rows = proj.num_cloth_rows();
+        let rows = cloth_rows + proj.contacts.len() + selfs.len();
+        set.gradients(&x, &mut proj.gradients[..]);
+        proj.diag[..cloth_rows].fill(0.0);
+        proj.self_active[2] = false;
+        proj.refresh_contact_diagonal();
+        let b: Vec<f64> = (0..rows)
+            .map(|a| {
+                if a == rows - 1 {
+                    0.0
+                } else {
+                    rng.uniform(-1.0, 1.0)
+                }
+            })
+            .collect();
+        // A tiny D on the distance rows keeps the dense reference well conditioned.
+        proj.diag[..cloth_rows].fill(1e-3);
+        let mut chol = SparseCholesky::new(&proj.k_cloth, Ordering::Amd, CholeskyThreads::One)
+            .expect("symbolic");
+        let GaussNewtonProjection {
+            topo,
+            gradients,
+            diag,
+            u,
+            contacts,
+            contact_active,
+            k_cloth,
+            reduction,
+            contact_push,
+            group_stamp,
+            direct_times,
+            self_rows,
+            self_active,
+            augmented,
+            ..
+        } = &mut proj;
+        let mut op = KOperator {
+            topo,
+            gradients,
+            diag: &diag[..rows],
+            contacts,
+            active: contact_active,
+            selfs: self_rows,
+            self_active,
+            inv_mass: &inv_mass,
+            u,
+        };
+        let k = dense_k(&mut op);
+        // The self-contact rows couple nodes: K has entries between them and the cloth rows
+        // of all four of their nodes.
+        let first_self = rows - 3;
+        let coupled = (0..cloth_rows)
+            .filter(|&a| k[first_self * rows + a] != 0.0)
+            .count();
+        assert!(coupled > 4, "{coupled}");
+        let mat = faer::Mat::<f64>::from_fn(rows, rows, |r, c| k[r * rows + c]);
+        let reference = mat
+            .llt(faer::Side::Lower)
+            .expect("K is SPD")
+            .solve(faer::Mat::<f64>::from_fn(rows, 1, |r, _| b[r]));
+        let mut scratch = DirectScratch {
+            chol: &mut chol,
+            k: k_cloth,
+            reduction,
+            push: contact_push,
+            group_stamp,
+            stamp: 1,
+            times: direct_times,
+            augmented: augmented.as_deref_mut(),
+        };
+        let mut z = vec![0.0; rows];
+        assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));
+        let scale = (0..rows).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
+        for i in 0..rows {
+            assert!(
+                (z[i] - reference[(i, 0)]).abs() <= 1e-9 * scale,
+                "row {i}: {} vs {}",
+                z[i],
+                reference[(i, 0)]
+            );
+        }
+        assert_eq!(z[rows - 1], 0.0);
+    }
+
+    /// A 5 × 5 sheet (nodes 0..25) and a 4 × 4 sheet (nodes 25..41) of spacing 5 cm, the
+    /// smaller one `gap` above the larger and over its interior, as one cloth: the positions,
+    /// the edges of both, and their triangles.
+    fn two_sheets(gap: f64) -> (Vec<DVec3>, Vec<[u32; 2]>, Vec<[u32; 3]>) {
+        let (lower, e5) = grid(5, 0.05, true);
+        let (upper, e4) = grid(4, 0.05, true);
+        let mut x = lower;
+        x.extend(upper.iter().map(|p| *p + DVec3::new(0.01, gap, 0.01)));
+        let mut edges = e5;
+        edges.extend(e4.iter().map(|&[i, j]| [i + 25, j + 25]));
+        let mut tris = Vec::new();
+        for (first, n) in [(0u32, 5u32), (25, 4)] {
+            for j in 0..n - 1 {
+                for i in 0..n - 1 {
+                    let v = first + j * n + i;
+                    tris.push([v, v + 1, v + n + 1]);
+                    tris.push([v, v + n + 1, v + n]);
+                }
+            }
+        }
+        (x, edges, tris)
+    }
+
+    #[test]
+    fn sheet_driven_through_another_ends_on_it_with_every_active_row_held() {
+        // The upper sheet (free) is predicted 3 cm below the lower one (pinned): straight
+        // through it. Self-contact rows found at the start (2 cm apart, band 3 cm) hold every
+        // upper node on its side of the lower sheet's triangles, at least `delta` away; the
+        // projection re-linearises them at every iterate, so it ends with the sheet resting on
+        // the other at `delta`, every active row within the tolerance, none violated.
+        let (x0, edges, tris) = two_sheets(0.02);
+        let n = x0.len();
+        let set = EdgeLengths::new(&edges, &x0);
+        let inv_mass: Vec<f64> = (0..n).map(|v| if v < 25 { 0.0 } else { 1.0 }).collect();
+        let target: Vec<DVec3> = (0..n)
+            .map(|v| {
+                if v < 25 {
+                    x0[v]
+                } else {
+                    x0[v] - DVec3::Y * 0.05
+                }
+            })
+            .collect();
+        let delta = 0.005;
+        let mut finder = crate::integrate::self_contact::SelfContactFinder::new(&tris);
+        let found = finder.find(&x0, &x0, &inv_mass, delta, 0.03, 1e-8).to_vec();
+        // Every upper node sees the lower sheet (and the lower nodes the upper sheet).
+        let upper_rows = found.iter().filter(|r| r.vertex >= 25).count();
+        assert!(upper_rows >= 16, "{upper_rows}");
+        assert!(
+            found
+                .iter()
+                .all(|r| r.triangle.iter().all(|&t| (t < 25) == (r.vertex >= 25)))
+        );
+        let mut proj = GaussNewtonProjection::new(n, &[&set], 0);
+        proj.set_self_rows(&found);
+        let tolerance = 1e-6;
+        let settings = ProjectionSettings {
+            tolerance,
+            max_iterations: 40,
+            contact_length: 0.05,
+            ..ProjectionSettings::default()
+        };
+        let prox: Vec<f64> = edges
+            .iter()
+            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
+            .collect();
+        let family = RowFamily {
+            set: &set,
+            role: RowRole::Proximal(&prox),
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        };
+        let mut x = target.clone();
+        let rep = proj.project(
+            &[family],
+            &target,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rep:?}");
+        assert_eq!(rep.direct_fallbacks, 0, "{rep:?}");
+        assert!(rep.direct_solves > 0, "{rep:?}");
+        let mut active = 0;
+        for (r, &on) in proj.self_rows().iter().zip(proj.self_rows_active()) {
+            let c = r.value(&x);
+            assert!(c >= -tolerance * 0.05 * 1.01, "row {r:?}: {c}");
+            if on {
+                active += 1;
+                assert!(c.abs() <= tolerance * 0.05 * 1.01, "row {r:?}: {c}");
+            }
+        }
+        assert!(active >= 9, "{active} active rows");
+        // The upper sheet rests on the lower at delta (it is flat and level: every node).
+        for p in &x[25..] {
+            assert!((p.y - delta).abs() <= 1e-6, "{p}");
+        }
+        // The rows keep their lengths.
+        for (e, &[i, j]) in edges.iter().enumerate() {
+            let l = (x[i as usize] - x[j as usize]).length();
+            assert!(
+                (l - set.rest[e]).abs() <= tolerance * set.rest[e] * 1.01,
+                "edge {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn self_contact_finder_skips_incident_and_far_triangles_and_dedups_shared_features() {
+        // A flat sheet: no node is within reach of a triangle that does not contain it (the
+        // nearest is an edge length away). Two sheets 6 mm apart: a node above an edge shared
+        // by two triangles of the other sheet gets one row for it, not one per triangle.
+        let (x0, _, tris) = two_sheets(1.0);
+        let inv_mass = vec![1.0; x0.len()];
+        let mut finder = crate::integrate::self_contact::SelfContactFinder::new(&tris);
+        assert!(
+            finder
+                .find(&x0, &x0, &inv_mass, 0.005, 0.01, 0.0)
+                .is_empty()
+        );
+        let (x1, _, _) = two_sheets(0.006);
+        let rows = finder.find(&x1, &x1, &inv_mass, 0.005, 0.004, 0.0).to_vec();
+        for r in &rows {
+            assert!(!r.triangle.contains(&r.vertex));
+            assert_eq!((r.vertex < 25), r.triangle.iter().all(|&t| t >= 25));
+        }
+        // Upper node 25 + 5 sits 6 mm above (0.06, 0, 0.06), on the diagonal (6, 12) of the
+        // lower sheet's cell, the edge of two triangles: exactly one row, on that edge.
+        let node: Vec<_> = rows.iter().filter(|r| r.vertex == 30).collect();
+        assert_eq!(node.len(), 1, "{rows:?}");
+        assert!((node[0].normal - DVec3::Y).length() < 1e-9, "{:?}", node[0]);
+        for r in &rows {
+            assert!(r.value(&x1) > 0.0, "{r:?}");
         }
     }
 
@@ -2794,6 +3540,8 @@ impl GaussNewtonProjection {
             diag: &self.diag[..rows],
             contacts: &[],
             active: &[],
+            selfs: &[],
+            self_active: &[],
             inv_mass,
             u: &mut self.u,
         };
