@@ -64,7 +64,11 @@
 //! ```
 //!
 //! This is IC(0) of the permuted matrix, a different incomplete factor from the natural
-//! order's (the dropped fill-in differs), so it changes the iterates, not the method.
+//! order's (the dropped fill-in differs), so it changes the iterates, not the method. The
+//! Baraff–Witkin solver does not use it ([`IncompleteBlockLdl::new`] is the natural order): on
+//! the drapes at two threads the extra iterations of the weaker factor cost more than the
+//! parallel solves save (`docs/performance-history.md`); it is there for hosts with more cores
+//! ([`IncompleteBlockLdl::with_parts`], [`suggested_parts`]).
 //! `P = num_rows / PART_ROWS` (at least 2, at most [`MAX_PARTS`]), from the size alone and
 //! never from the thread count, so the results are the same for any number of threads; below
 //! the linear algebra's parallel threshold ([`reduce::PARALLEL_MIN_ROWS`] rows) `P = 1`, the
@@ -315,10 +319,11 @@ impl PartRows for FactorRows<'_> {
     }
 }
 
-/// The number of parts for `pattern`: from its size ([`PART_ROWS`], [`MAX_PARTS`]; one below
-/// the linear algebra's parallel threshold, at least two above it), fewer while the separator
-/// is too large.
-fn choose_parts(pattern: &BlockPattern) -> usize {
+/// The number of parts for `pattern` in the parallel order ([`IncompleteBlockLdl::with_parts`]):
+/// from its size ([`PART_ROWS`], [`MAX_PARTS`]; one below the linear algebra's parallel
+/// threshold, at least two above it), fewer while the separator is too large.
+#[must_use]
+pub fn suggested_parts(pattern: &BlockPattern) -> usize {
     let n = pattern.num_rows();
     if n < reduce::PARALLEL_MIN_ROWS {
         return 1;
@@ -405,12 +410,14 @@ struct FactorRows<'a> {
 }
 
 impl IncompleteBlockLdl {
-    /// Storage for the strict lower part of `pattern` in the order of the module doc
-    /// ("Parallel solves"), with the number of parts chosen from the size of `pattern`
-    /// (values are set by [`IncompleteBlockLdl::factor`]).
+    /// Storage for the strict lower part of `pattern` in the natural order, one part with
+    /// sequential solves (values are set by [`IncompleteBlockLdl::factor`]). The solver uses
+    /// this: on two cores the parts' weaker factor costs more CG iterations than their parallel
+    /// solves save (module doc, "Parallel solves"); [`IncompleteBlockLdl::with_parts`] with
+    /// [`suggested_parts`] gives the parallel order.
     #[must_use]
     pub fn new(pattern: &BlockPattern) -> Self {
-        Self::with_parts(pattern, choose_parts(pattern))
+        Self::with_parts(pattern, 1)
     }
 
     /// [`IncompleteBlockLdl::new`] with `parts` parts (1: the natural order, sequential
