@@ -10,7 +10,7 @@ use std::process::Command;
 use weft::mesh::read_obj_file;
 
 /// A small scene: a 9 × 9 cloth named with characters a file system dislikes, over a static
-/// sphere, beside a spinning one.
+/// sphere, between a spinning sphere and a static box obstacle.
 const SCENE: &str = r#"
 name = "outputs"
 fps = 50
@@ -37,6 +37,11 @@ shape = "sphere"
 radius = 0.2
 position = [2.0, 0.0, 0.0]
 angular_velocity = [0.0, 1.0, 0.0]
+
+[[obstacle]]
+shape = "box"
+half_extents = [0.2, 0.2, 0.2]
+position = [-2.0, 0.0, 0.0]
 "#;
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -96,6 +101,7 @@ fn obj_files_are_named_by_cloth_and_frame_and_read_back() {
             "my_sheet_1_0005.obj",
             "my_sheet_1_0010.obj",
             "my_sheet_1_0012.obj",
+            "obstacle0_static.obj",
         ],
         "frame 0, every 5th and the last; sorted by name = sorted by frame; static obstacle once"
     );
@@ -171,7 +177,7 @@ print(" ".join(names))
 sheet = UsdGeom.Mesh(stage.GetDefaultPrim().GetChild("my_sheet_1"))
 print(sheet.GetPointsAttr().GetNumTimeSamples(), sheet.GetNormalsAttr().GetNumTimeSamples())
 print(len(UsdGeom.PrimvarsAPI(sheet).GetPrimvar("st").Get()))
-for still in ["collider0", "collider1"]:
+for still in ["collider0", "collider1", "obstacle0"]:
     print(UsdGeom.Mesh(stage.GetDefaultPrim().GetChild(still)).GetPointsAttr().GetNumTimeSamples())
 for frame in [0, 12]:
     pts = sheet.GetPointsAttr().Get(frame)
@@ -201,12 +207,13 @@ fn usd_cache_opens_in_pixars_reader_and_matches_the_obj_files() {
         lines[0], "50.0 0.0 12.0",
         "time codes per second, start, end"
     );
-    assert_eq!(lines[1], "my_sheet_1 collider0 collider1");
+    assert_eq!(lines[1], "my_sheet_1 collider0 collider1 obstacle0");
     assert_eq!(lines[2], "13 13", "points and normals at frames 0..=12");
     assert_eq!(lines[3], "384", "uvs per corner of 128 triangles");
     assert_eq!(lines[4], "0", "static collider: no time samples");
     assert_eq!(lines[5], "13", "spinning collider: one per frame");
-    for (line, frame) in [(lines[6], "0000"), (lines[7], "0012")] {
+    assert_eq!(lines[6], "0", "static obstacle: no time samples");
+    for (line, frame) in [(lines[7], "0000"), (lines[8], "0012")] {
         let usd: Vec<f32> = line
             .split(' ')
             .map(|t| t.parse::<f64>().expect("number") as f32)
