@@ -233,3 +233,66 @@ fn usd_cache_opens_in_pixars_reader_and_matches_the_obj_files() {
     }
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// Which obstacles are written once and which per frame: velocities and keyframe tracks, of
+/// colliders (through their tessellation) and of mesh obstacles, make a body moving.
+#[test]
+fn obstacles_move_with_velocities_and_tracks() {
+    let text = r#"
+        [[cloth]]
+        [cloth.grid]
+        vertices = [3, 3]
+        size = [0.2, 0.2]
+        centre = [0.0, 2.0, 0.0]
+
+        [[collider]]
+        shape = "plane"
+
+        [[collider]]
+        shape = "sphere"
+        radius = 0.1
+        position = [1.0, 0.0, 0.0]
+        linear_velocity = [0.0, 0.1, 0.0]
+
+        [[collider]]
+        shape = "sphere"
+        radius = 0.1
+        position = [-1.0, 0.0, 0.0]
+        [[collider.keyframes]]
+        time = 0.0
+        position = [-1.0, 0.0, 0.0]
+        [[collider.keyframes]]
+        time = 1.0
+        position = [-1.0, 0.5, 0.0]
+
+        [[obstacle]]
+        shape = "box"
+        half_extents = [0.1, 0.1, 0.1]
+        position = [0.0, 0.0, 1.0]
+
+        [[obstacle]]
+        shape = "box"
+        half_extents = [0.1, 0.1, 0.1]
+        position = [0.0, 0.0, -1.0]
+        [[obstacle.keyframes]]
+        time = 0.0
+        position = [0.0, 0.0, -1.0]
+        [[obstacle.keyframes]]
+        time = 1.0
+        position = [0.0, 0.5, -1.0]
+    "#;
+    let scene = weft::scene::Scene::from_toml(text, Path::new("moves.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    let by_collider: Vec<bool> = world
+        .colliders()
+        .iter()
+        .map(|c| world.obstacle_moves(c.obstacle()))
+        .collect();
+    assert_eq!(by_collider, [false, true, true]);
+    let n = world.obstacles().len();
+    assert_eq!(n, 5);
+    assert!(!world.obstacle_moves(n - 2), "static box");
+    assert!(world.obstacle_moves(n - 1), "keyframed box");
+    assert!(!world.obstacle_moves(n), "out of range");
+}
