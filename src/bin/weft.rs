@@ -11,14 +11,15 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use glam::Vec2;
 use glam::Vec3;
 use weft::collide::resolve::CollideTimes;
 use weft::collide::subdivision::CollisionAwareSubdivision;
-use weft::mesh::write_obj;
+use weft::mesh::{ObjObject, UsdaCache, area_weighted_normals, write_obj_object};
 use weft::runtime::profile::Stage;
 use weft::runtime::stats::FrameStats;
-use weft::scene::{self, Scene};
-use weft::world::World;
+use weft::scene::{self, Scene, SpawnOrder};
+use weft::world::{ClothDesc, World};
 
 #[path = "weft/preview.rs"]
 mod preview;
@@ -46,7 +47,7 @@ enum Command {
         /// Output folder (default: out/<scene name>).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Write meshes every K frames (and always the last).
+        /// Write OBJ meshes every K frames (and always frame 0 and the last).
         #[arg(long, default_value_t = 10)]
         every: u32,
         /// Worker threads (default: all cores).
@@ -74,6 +75,12 @@ enum Command {
         /// cloth through itself or an obstacle.
         #[arg(long, value_name = "K")]
         subdivide: Option<u32>,
+        /// Also write FILE, a single-file animated USD cache (text form,
+        /// `.usda`): every cloth and obstacle as a Mesh prim, points and
+        /// normals time-sampled at every frame from 0 (the simulation
+        /// meshes, not --subdivide's), uvs as `primvars:st`.
+        #[arg(long, value_name = "FILE")]
+        usd: Option<PathBuf>,
     },
     /// Validate a scene without running it.
     Check {
@@ -161,6 +168,7 @@ fn main() -> ExitCode {
             preview_size,
             plot,
             subdivide,
+            usd,
         } => {
             let pictures = Pictures {
                 preview: preview || preview_frames.is_some() || preview_size.is_some(),
@@ -168,6 +176,7 @@ fn main() -> ExitCode {
                 preview_size,
                 plot,
                 subdivide,
+                usd,
             };
             with_threads(threads, || {
                 run(&scene, frames, out, every.max(1), &pictures)
@@ -352,24 +361,294 @@ fn io_err(path: &Path, e: std::io::Error) -> Failure {
     Failure::BadInput(format!("{}: {e}", path.display()))
 }
 
-fn write_meshes(
-    world: &World,
-    dir: &Path,
-    frame: u64,
-    subdivided: Option<&Subdivided>,
-) -> Result<(), Failure> {
-    for (i, cloth) in world.cloths().iter().enumerate() {
-        let path = dir.join(format!("cloth{i}_{frame:05}.obj"));
+/// `name` as a file-name part: ASCII letters, digits, `-`, `_` and `.` kept, anything else `_`;
+/// `_` for an empty name.
+fn file_name_part(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+/// The mesh outputs of `weft run`: per-frame OBJ files `<name>_<frame>.obj` (cloths and moving
+/// obstacles; frame numbers zero-padded to the width of the frame count, at least 4, so names
+/// sort in frame order), `<name>_static.obj` once for each static obstacle, and the `--usd` cache.
+struct MeshOutputs {
+    dir: PathBuf,
+    width: usize,
+    /// File-safe, unique names: cloths, then obstacles (colliders' tessellations included).
+    cloth_names: Vec<String>,
+    obstacle_names: Vec<String>,
+    obstacle_moves: Vec<bool>,
+    /// Each cloth's material coordinates per triangle corner, if its mesh has them.
+    cloth_uvs: Vec<Option<Vec<[Vec2; 3]>>>,
+    normals: Vec<Vec3>,
+    placed: Vec<Vec3>,
+    usd: Option<(PathBuf, UsdaCache)>,
+}
+
+impl MeshOutputs {
+    fn new(
+        scene: &Scene,
+        world: &World,
+        dir: &Path,
+        frames: u32,
+        usd: Option<&Path>,
+    ) -> Result<Self, Failure> {
+        let mut taken: Vec<String> = Vec::new();
+        let mut unique = |name: &str| {
+            let base = file_name_part(name);
+            let mut n = base.clone();
+            let mut k = 1;
+            while taken.contains(&n) {
+                n = format!("{base}_{k}");
+                k += 1;
+            }
+            taken.push(n.clone());
+            n
+        };
+        let cloth_names: Vec<String> = world.cloths().iter().map(|c| unique(c.name())).collect();
+        let mut obstacle_labels = vec![String::new(); world.obstacles().len()];
+        for (i, c) in world.colliders().iter().enumerate() {
+            if let Some(l) = obstacle_labels.get_mut(c.obstacle()) {
+                *l = format!("collider{i}");
+            }
+        }
+        let mut j = 0;
+        for l in &mut obstacle_labels {
+            if l.is_empty() {
+                *l = format!("obstacle{j}");
+                j += 1;
+            }
+        }
+        let obstacle_names: Vec<String> = obstacle_labels.iter().map(|l| unique(l)).collect();
+        let obstacle_moves: Vec<bool> = (0..world.obstacles().len())
+            .map(|i| world.obstacle_moves(i))
+            .collect();
+        // The cloth meshes' uvs, from the scene's cloth descriptions in creation order.
+        let mut descs: Vec<(SpawnOrder, Option<Vec<[Vec2; 3]>>)> = scene
+            .entities
+            .query::<(&SpawnOrder, &ClothDesc)>()
+            .iter()
+            .map(|(o, d)| (*o, d.mesh.corner_uvs.clone()))
+            .collect();
+        descs.sort_by_key(|(o, _)| *o);
+        let cloth_uvs: Vec<Option<Vec<[Vec2; 3]>>> = world
+            .cloths()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                descs
+                    .get(i)
+                    .and_then(|(_, uv)| uv.clone())
+                    .filter(|uv| uv.len() == c.triangles().len())
+            })
+            .collect();
+        let usd = match usd {
+            Some(path) => {
+                let mut cache = UsdaCache::new(&scene.name, scene.fps);
+                for ((c, name), uv) in world.cloths().iter().zip(&cloth_names).zip(&cloth_uvs) {
+                    cache
+                        .add_mesh(
+                            name,
+                            c.state().positions().len(),
+                            c.triangles(),
+                            uv.as_deref(),
+                            true,
+                        )
+                        .map_err(|e| io_err(path, e))?;
+                }
+                for ((o, name), &moves) in world
+                    .obstacles()
+                    .iter()
+                    .zip(&obstacle_names)
+                    .zip(&obstacle_moves)
+                {
+                    let m = o.mesh();
+                    cache
+                        .add_mesh(
+                            name,
+                            m.num_vertices(),
+                            &m.triangles,
+                            m.corner_uvs.as_deref(),
+                            moves,
+                        )
+                        .map_err(|e| io_err(path, e))?;
+                }
+                Some((path.to_path_buf(), cache))
+            }
+            None => None,
+        };
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            width: frames.to_string().len().max(4),
+            cloth_names,
+            obstacle_names,
+            obstacle_moves,
+            cloth_uvs,
+            normals: Vec::new(),
+            placed: Vec::new(),
+            usd,
+        })
+    }
+
+    /// Writes one OBJ object to `dir/<file>`.
+    fn write_obj(
+        &mut self,
+        file: &str,
+        name: &str,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+        uvs: Option<&[[Vec2; 3]]>,
+    ) -> Result<(), Failure> {
+        let path = self.dir.join(file);
+        self.normals.resize(positions.len(), Vec3::ZERO);
+        area_weighted_normals(positions, triangles, &mut self.normals);
         let f = fs::File::create(&path).map_err(|e| io_err(&path, e))?;
         let mut w = BufWriter::new(f);
-        let (positions, triangles) = match subdivided {
-            Some(s) => (&s.positions[i][..], &s.triangles[i][..]),
-            None => (cloth.state().positions(), cloth.triangles()),
+        let object = ObjObject {
+            name,
+            positions,
+            normals: Some(&self.normals),
+            corner_uvs: uvs,
+            triangles,
         };
-        write_obj(&mut w, positions, None, triangles).map_err(|e| io_err(&path, e))?;
-        w.flush().map_err(|e| io_err(&path, e))?;
+        write_obj_object(&mut w, &object).map_err(|e| io_err(&path, e))?;
+        w.flush().map_err(|e| io_err(&path, e))
     }
-    Ok(())
+
+    /// Obstacle `i`'s world positions now, into `self.placed`.
+    fn place(&mut self, world: &World, i: usize) {
+        let o = &world.obstacles()[i];
+        let pose = o.pose();
+        self.placed.clear();
+        self.placed
+            .extend(o.mesh().positions.iter().map(|&p| pose.transform_point(p)));
+    }
+
+    /// Writes every static obstacle once, as `<name>_static.obj`.
+    fn write_static(&mut self, world: &World) -> Result<(), Failure> {
+        for i in 0..world.obstacles().len() {
+            if self.obstacle_moves[i] {
+                continue;
+            }
+            self.place(world, i);
+            let name = self.obstacle_names[i].clone();
+            let x = std::mem::take(&mut self.placed);
+            let m = world.obstacles()[i].mesh();
+            let r = self.write_obj(
+                &format!("{name}_static.obj"),
+                &name,
+                &x,
+                &m.triangles,
+                m.corner_uvs.as_deref(),
+            );
+            self.placed = x;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Writes frame `frame`'s OBJ files: every cloth (subdivided if `subdivided`) and every moving
+    /// obstacle.
+    fn write_frame(
+        &mut self,
+        world: &World,
+        frame: u32,
+        subdivided: Option<&Subdivided>,
+    ) -> Result<(), Failure> {
+        let width = self.width;
+        for (i, cloth) in world.cloths().iter().enumerate() {
+            let (positions, triangles, uvs) = match subdivided {
+                Some(s) => (&s.positions[i][..], &s.triangles[i][..], None),
+                None => (
+                    cloth.state().positions(),
+                    cloth.triangles(),
+                    self.cloth_uvs[i].clone(),
+                ),
+            };
+            let name = self.cloth_names[i].clone();
+            self.write_obj(
+                &format!("{name}_{frame:0width$}.obj"),
+                &name,
+                positions,
+                triangles,
+                uvs.as_deref(),
+            )?;
+        }
+        for i in 0..world.obstacles().len() {
+            if !self.obstacle_moves[i] {
+                continue;
+            }
+            self.place(world, i);
+            let name = self.obstacle_names[i].clone();
+            let x = std::mem::take(&mut self.placed);
+            let m = world.obstacles()[i].mesh();
+            let r = self.write_obj(
+                &format!("{name}_{frame:0width$}.obj"),
+                &name,
+                &x,
+                &m.triangles,
+                m.corner_uvs.as_deref(),
+            );
+            self.placed = x;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Records frame `frame` in the USD cache (static obstacles at the first frame only).
+    fn sample_usd(&mut self, world: &World, frame: u32) -> Result<(), Failure> {
+        let Some((path, cache)) = self.usd.as_mut() else {
+            return Ok(());
+        };
+        let first = frame == 0;
+        cache
+            .begin_time(u64::from(frame))
+            .map_err(|e| io_err(path, e))?;
+        for (i, c) in world.cloths().iter().enumerate() {
+            cache
+                .sample(i, c.state().positions())
+                .map_err(|e| io_err(path, e))?;
+        }
+        let nc = world.cloths().len();
+        for (i, o) in world.obstacles().iter().enumerate() {
+            if self.obstacle_moves[i] || first {
+                let pose = o.pose();
+                self.placed.clear();
+                self.placed
+                    .extend(o.mesh().positions.iter().map(|&p| pose.transform_point(p)));
+                cache
+                    .sample(nc + i, &self.placed)
+                    .map_err(|e| io_err(path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the USD cache, if one is recorded.
+    fn finish_usd(&self) -> Result<(), Failure> {
+        let Some((path, cache)) = &self.usd else {
+            return Ok(());
+        };
+        let f = fs::File::create(path).map_err(|e| io_err(path, e))?;
+        let mut w = BufWriter::new(f);
+        cache.write(&mut w).map_err(|e| io_err(path, e))?;
+        w.flush().map_err(|e| io_err(path, e))?;
+        println!("wrote {}", path.display());
+        Ok(())
+    }
 }
 
 fn progress(frames: u32) -> ProgressBar {
@@ -390,6 +669,8 @@ struct Pictures {
     plot: bool,
     /// Loop levels of the written and drawn cloth meshes (`--subdivide`).
     subdivide: Option<u32>,
+    /// The animated USD cache to write (`--usd`).
+    usd: Option<PathBuf>,
 }
 
 /// `--subdivide K`: every cloth's collision-aware Loop subdivision, computed
@@ -532,6 +813,13 @@ fn run(
             }
             Ok(())
         };
+    let mut outputs = MeshOutputs::new(&scene, &world, &dir, frames, pictures.usd.as_deref())?;
+    outputs.write_static(&world)?;
+    if let Some(s) = subdivided.as_mut() {
+        s.update(&world, 0);
+    }
+    outputs.write_frame(&world, 0, subdivided.as_ref())?;
+    outputs.sample_usd(&world, 0)?;
     snapshot(&world, 0, &mut subdivided)?;
     let csv_path = dir.join("stats.csv");
     let mut csv = BufWriter::new(fs::File::create(&csv_path).map_err(|e| io_err(&csv_path, e))?);
@@ -592,13 +880,15 @@ fn run(
             if let Some(s) = subdivided.as_mut() {
                 s.update(&world, f);
             }
-            write_meshes(&world, &dir, u64::from(f), subdivided.as_ref())?;
+            outputs.write_frame(&world, f, subdivided.as_ref())?;
         }
+        outputs.sample_usd(&world, f)?;
         snapshot(&world, f, &mut subdivided)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     csv.flush().map_err(|e| io_err(&csv_path, e))?;
+    outputs.finish_usd()?;
     if let Some(p) = &plot_data {
         let budget = world
             .settings()

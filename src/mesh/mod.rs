@@ -13,6 +13,7 @@ pub mod loop_subdivide;
 pub mod obj;
 pub mod subdivide;
 pub mod topology;
+pub mod usda;
 pub mod validate;
 
 use glam::{Vec2, Vec3};
@@ -23,13 +24,14 @@ pub use generate::{
 };
 pub use loop_subdivide::{LoopLevel, LoopSubdivision, MAX_LOOP_LEVELS, loop_beta};
 pub use obj::{
-    ObjLines, read_obj, read_obj_file, read_obj_file_with_lines, read_obj_with_lines, write_obj,
-    write_obj_mesh,
+    ObjLines, ObjObject, area_weighted_normals, read_obj, read_obj_file, read_obj_file_with_lines,
+    read_obj_with_lines, write_obj, write_obj_mesh, write_obj_object,
 };
 pub use subdivide::{
     Subdivision, subdivide, subdivide_mesh, subdivided_grid, subdivided_icosphere,
 };
 pub use topology::{Hinge, NO_TRIANGLE, Topology, VertexEdges};
+pub use usda::UsdaCache;
 pub use validate::{MeshError, SLIVER_RELATIVE_ALTITUDE, ZERO_AREA_RELATIVE_EPSILON};
 
 /// An indexed triangle mesh. Plain data; [`TriMesh::validate`] checks it.

@@ -451,6 +451,100 @@ pub fn write_obj_mesh(w: &mut impl Write, mesh: &TriMesh) -> std::io::Result<()>
     Ok(())
 }
 
+/// Area-weighted vertex normals of `positions` under `triangles`, into `out` (one per vertex):
+/// the sum of the incident triangles' `(x1 - x0) × (x2 - x0)` (twice their area times their unit
+/// normal), normalised; zero for a vertex on no triangle or only on degenerate ones.
+///
+/// Indices must be in range (as [`write_obj`] checks); an out-of-range index is skipped.
+pub fn area_weighted_normals(positions: &[Vec3], triangles: &[[u32; 3]], out: &mut [Vec3]) {
+    out.fill(Vec3::ZERO);
+    for t in triangles {
+        let (Some(&a), Some(&b), Some(&c)) = (
+            positions.get(t[0] as usize),
+            positions.get(t[1] as usize),
+            positions.get(t[2] as usize),
+        ) else {
+            continue;
+        };
+        let n = (b - a).cross(c - a);
+        for &i in t {
+            if let Some(o) = out.get_mut(i as usize) {
+                *o += n;
+            }
+        }
+    }
+    for n in out.iter_mut() {
+        *n = n.normalize_or_zero();
+    }
+}
+
+/// One named object of an OBJ file as [`write_obj_object`] writes it.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjObject<'a> {
+    /// The `o` name (written as given; whitespace would split it, so pass a sanitised name).
+    pub name: &'a str,
+    /// Vertex positions.
+    pub positions: &'a [Vec3],
+    /// Per-vertex normals (as long as `positions`), or none.
+    pub normals: Option<&'a [Vec3]>,
+    /// Texture (material) coordinates per triangle corner (as long as `triangles`), or none.
+    pub corner_uvs: Option<&'a [[Vec2; 3]]>,
+    /// Vertex indices of each triangle.
+    pub triangles: &'a [[u32; 3]],
+}
+
+/// Writes `o <name>`, `v` lines, one `vt` line per triangle corner (if `corner_uvs`; in triangle
+/// order, so seams survive), per-vertex `vn` lines (if `normals`) and `f` lines in the form the
+/// data allows: `v/vt/vn`, `v/vt`, `v//vn` or `v`. [`read_obj`] of the output gives back the
+/// positions, triangles and corner uvs bit for bit.
+///
+/// Errors: `InvalidInput` (before anything is written) for an out-of-range index or `normals` /
+/// `corner_uvs` of the wrong length; otherwise the writer's errors.
+pub fn write_obj_object(w: &mut impl Write, o: &ObjObject<'_>) -> std::io::Result<()> {
+    check_write_input(o.positions, o.normals, o.triangles)?;
+    if let Some(uvs) = o.corner_uvs
+        && uvs.len() != o.triangles.len()
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} corner uv triples for {} triangles",
+                uvs.len(),
+                o.triangles.len()
+            ),
+        ));
+    }
+    writeln!(w, "o {}", o.name)?;
+    for p in o.positions {
+        writeln!(w, "v {} {} {}", p.x, p.y, p.z)?;
+    }
+    for c in o.corner_uvs.unwrap_or_default() {
+        for uv in c {
+            writeln!(w, "vt {} {}", uv.x, uv.y)?;
+        }
+    }
+    for n in o.normals.unwrap_or_default() {
+        writeln!(w, "vn {} {} {}", n.x, n.y, n.z)?;
+    }
+    let has_uv = o.corner_uvs.is_some();
+    let has_n = o.normals.is_some();
+    for (t, tri) in o.triangles.iter().enumerate() {
+        write!(w, "f")?;
+        for (k, &i) in tri.iter().enumerate() {
+            let v = u64::from(i) + 1;
+            let vt = 3 * t as u64 + k as u64 + 1;
+            match (has_uv, has_n) {
+                (true, true) => write!(w, " {v}/{vt}/{v}")?,
+                (true, false) => write!(w, " {v}/{vt}")?,
+                (false, true) => write!(w, " {v}//{v}")?,
+                (false, false) => write!(w, " {v}")?,
+            }
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
 fn check_write_input(
     positions: &[Vec3],
     normals: Option<&[Vec3]>,
@@ -718,6 +812,76 @@ mod tests {
         write_obj_mesh(&mut buf, &m).expect("write to Vec");
         let back = read_obj(std::str::from_utf8(&buf).expect("utf-8"), "rt.obj").expect("parses");
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn object_round_trip_with_normals_and_uvs() {
+        let m = grid(&GridSpec {
+            nx: 6,
+            ny: 5,
+            ..GridSpec::default()
+        })
+        .expect("valid");
+        let mut x = m.positions.clone();
+        for (i, p) in x.iter_mut().enumerate() {
+            p.z += 0.01 * (i as f32).sin();
+        }
+        let mut normals = vec![Vec3::ZERO; x.len()];
+        area_weighted_normals(&x, &m.triangles, &mut normals);
+        for uvs in [m.corner_uvs.as_deref(), None] {
+            let mut buf = Vec::new();
+            let o = ObjObject {
+                name: "sheet",
+                positions: &x,
+                normals: Some(&normals),
+                corner_uvs: uvs,
+                triangles: &m.triangles,
+            };
+            write_obj_object(&mut buf, &o).expect("write to Vec");
+            let text = String::from_utf8(buf).expect("utf-8");
+            assert!(text.starts_with("o sheet\n"));
+            let back = read_obj(&text, "o.obj").expect("own output parses");
+            assert_eq!(back.positions, x);
+            assert_eq!(back.triangles, m.triangles);
+            assert_eq!(back.corner_uvs.as_deref(), uvs);
+            let vn: Vec<Vec3> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("vn "))
+                .map(|l| {
+                    let c: Vec<f32> = l.split(' ').map(|t| t.parse().expect("float")).collect();
+                    Vec3::new(c[0], c[1], c[2])
+                })
+                .collect();
+            assert_eq!(vn.len(), x.len());
+            assert!(vn.iter().all(|n| (n.length() - 1.0).abs() < 1e-6));
+        }
+    }
+
+    #[test]
+    fn area_weighted_normals_of_a_bent_pair() {
+        // Two triangles folded along x: the shared vertices average the two faces by area.
+        let x = [Vec3::ZERO, Vec3::X, Vec3::Y, 2.0 * Vec3::NEG_Z];
+        let tris = [[0, 1, 2], [0, 1, 3]];
+        let mut n = [Vec3::ONE; 4];
+        area_weighted_normals(&x, &tris, &mut n);
+        assert!((n[2] - Vec3::Z).length() < 1e-6);
+        assert!((n[3] - Vec3::Y).length() < 1e-6);
+        // Face 2 has twice the area: the shared normal leans towards +y.
+        let expect = (Vec3::Z + 2.0 * Vec3::Y).normalize();
+        assert!((n[0] - expect).length() < 1e-6, "{}", n[0]);
+        assert!((n[1] - expect).length() < 1e-6);
+        let e = write_obj_object(
+            &mut Vec::new(),
+            &ObjObject {
+                name: "x",
+                positions: &x,
+                normals: None,
+                corner_uvs: Some(&[]),
+                triangles: &tris,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     #[test]

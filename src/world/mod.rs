@@ -312,6 +312,27 @@ impl World {
         &self.obstacles
     }
 
+    /// Whether obstacle `i` (a mesh obstacle or a collider's tessellation) moves as the world is
+    /// set up now: it, or the collider it tessellates, has a nonzero prescribed motion or is
+    /// driven by a keyframe track. False for an index out of range. (A host that sets poses
+    /// between steps moves bodies this cannot foresee.)
+    #[must_use]
+    pub fn obstacle_moves(&self, i: usize) -> bool {
+        let Some(o) = self.obstacles.get(i) else {
+            return false;
+        };
+        let collider_of = |c: usize| self.colliders.get(c).is_some_and(|c| c.obstacle == i);
+        !o.desc.motion.is_static()
+            || self
+                .colliders
+                .iter()
+                .any(|c| c.obstacle == i && !c.desc.motion.is_static())
+            || self.tracks.iter().any(|(b, _)| match *b {
+                Animated::Obstacle(j) => j == i,
+                Animated::Collider(c) => collider_of(c),
+            })
+    }
+
     /// World positions of every obstacle vertex now, and the soup's triangles.
     #[must_use]
     pub fn obstacle_soup(&self) -> (&[Vec3], &[[u32; 3]]) {
