@@ -995,11 +995,16 @@ mod tests {
 
     #[test]
     fn parts_follow_the_size_and_keep_the_separator_small() {
-        // Below the parallel threshold: one part, the natural order.
-        let small = IncompleteBlockLdl::new(&grid_pattern(33));
-        assert_eq!((small.num_parts(), small.num_separator_rows()), (1, 0));
-        for side in [65, 101, 129] {
+        // The solver's factor: one part, the natural order, at any size.
+        for side in [33, 101] {
             let ldl = IncompleteBlockLdl::new(&grid_pattern(side));
+            assert_eq!((ldl.num_parts(), ldl.num_separator_rows()), (1, 0));
+        }
+        // Below the parallel threshold the suggestion is one part too.
+        assert_eq!(suggested_parts(&grid_pattern(33)), 1);
+        for side in [65, 101, 129] {
+            let pattern = grid_pattern(side);
+            let ldl = IncompleteBlockLdl::with_parts(&pattern, suggested_parts(&pattern));
             let n = (side * side) as usize;
             assert_eq!(
                 ldl.num_parts(),
@@ -1017,7 +1022,7 @@ mod tests {
         }
         // Random couplings across the whole range: no partition keeps a small separator.
         let a = random_spd(5000, 2, 3);
-        assert_eq!(IncompleteBlockLdl::new(a.pattern()).num_parts(), 1);
+        assert_eq!(suggested_parts(a.pattern()), 1);
     }
 
     #[test]
