@@ -247,10 +247,6 @@ impl World {
             stats.max_strain_free = stats.max_strain_free.max(free);
             stats.max_strain_pins = stats.max_strain_pins.max(pins);
             stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
-            let [free, pins, bodies] = c.max_strain_by_drive();
-            stats.max_strain_free = stats.max_strain_free.max(free);
-            stats.max_strain_pins = stats.max_strain_pins.max(pins);
-            stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
             if let Some(iso) = &c.isometric {
                 let strain = iso.base_edge_strain();
                 stats.base_strain_midpoint =
