@@ -537,25 +537,26 @@ impl MeshOutputs {
             .extend(o.mesh().positions.iter().map(|&p| pose.transform_point(p)));
     }
 
+    /// Writes obstacle `i` at its current pose to `file`.
+    fn write_obstacle(&mut self, world: &World, i: usize, file: &str) -> Result<(), Failure> {
+        self.place(world, i);
+        let name = self.obstacle_names[i].clone();
+        let x = std::mem::take(&mut self.placed);
+        let m = world.obstacles()[i].mesh();
+        let r = self.write_obj(file, &name, &x, &m.triangles, m.corner_uvs.as_deref());
+        self.placed = x;
+        r
+    }
+
     /// Writes every static obstacle once, as `<name>_static.obj`.
     fn write_static(&mut self, world: &World) -> Result<(), Failure> {
         for i in 0..world.obstacles().len() {
             if self.obstacle_moves[i] {
                 continue;
             }
-            self.place(world, i);
-            let name = self.obstacle_names[i].clone();
-            let x = std::mem::take(&mut self.placed);
-            let m = world.obstacles()[i].mesh();
-            let r = self.write_obj(
-                &format!("{name}_static.obj"),
-                &name,
-                &x,
-                &m.triangles,
-                m.corner_uvs.as_deref(),
-            );
-            self.placed = x;
-            r?;
+            let name = &self.obstacle_names[i];
+            let file = format!("{name}_static.obj");
+            self.write_obstacle(world, i, &file)?;
         }
         Ok(())
     }
@@ -591,19 +592,9 @@ impl MeshOutputs {
             if !self.obstacle_moves[i] {
                 continue;
             }
-            self.place(world, i);
-            let name = self.obstacle_names[i].clone();
-            let x = std::mem::take(&mut self.placed);
-            let m = world.obstacles()[i].mesh();
-            let r = self.write_obj(
-                &format!("{name}_{frame:0width$}.obj"),
-                &name,
-                &x,
-                &m.triangles,
-                m.corner_uvs.as_deref(),
-            );
-            self.placed = x;
-            r?;
+            let name = &self.obstacle_names[i];
+            let file = format!("{name}_{frame:0width$}.obj");
+            self.write_obstacle(world, i, &file)?;
         }
         Ok(())
     }
