@@ -1337,25 +1337,16 @@ impl weft_cloth_desc {
                 .to_string()
         };
         let m = &self.material;
-        for (v, what) in [
-            (m.stretch_u, "material.stretch_u"),
-            (m.stretch_v, "material.stretch_v"),
-            (m.shear, "material.shear"),
-            (m.bend, "material.bend"),
-            (m.stretch_damping, "material.stretch_damping"),
-            (m.shear_damping, "material.shear_damping"),
-            (m.bend_damping, "material.bend_damping"),
-        ] {
+        let values = m.named_values();
+        let (stiffnesses, rest_stretches) = values.split_at(7);
+        for &(v, what) in stiffnesses {
             if finite64(v, what)? < 0.0 {
                 return Err(FfiError::invalid(format!(
                     "`{what}` must be non-negative, got {v}"
                 )));
             }
         }
-        for (v, what) in [
-            (m.rest_stretch_u, "material.rest_stretch_u"),
-            (m.rest_stretch_v, "material.rest_stretch_v"),
-        ] {
+        for &(v, what) in rest_stretches {
             if finite64(v, what)? <= 0.0 {
                 return Err(FfiError::invalid(format!(
                     "`{what}` must be positive, got {v}"

@@ -109,6 +109,22 @@ pub unsafe extern "C" fn weft_cloth_set_state(
 }
 
 impl weft_material {
+    /// The stiffnesses and dampings (non-negative), then the rest stretches (positive),
+    /// each with its field's name for a refusal.
+    pub(crate) fn named_values(&self) -> [(f64, &'static str); 9] {
+        [
+            (self.stretch_u, "material.stretch_u"),
+            (self.stretch_v, "material.stretch_v"),
+            (self.shear, "material.shear"),
+            (self.bend, "material.bend"),
+            (self.stretch_damping, "material.stretch_damping"),
+            (self.shear_damping, "material.shear_damping"),
+            (self.bend_damping, "material.bend_damping"),
+            (self.rest_stretch_u, "material.rest_stretch_u"),
+            (self.rest_stretch_v, "material.rest_stretch_v"),
+        ]
+    }
+
     /// The Rust material.
     pub(crate) fn params(&self) -> (MembraneParams, BendParams) {
         (
@@ -161,17 +177,7 @@ pub unsafe extern "C" fn weft_cloth_set_material(
         let w = try_mut!(world, "world");
         let m = try_ref!(material, "material");
         let index = w.cloth(cloth)?.index;
-        for (v, what) in [
-            (m.stretch_u, "material.stretch_u"),
-            (m.stretch_v, "material.stretch_v"),
-            (m.shear, "material.shear"),
-            (m.bend, "material.bend"),
-            (m.stretch_damping, "material.stretch_damping"),
-            (m.shear_damping, "material.shear_damping"),
-            (m.bend_damping, "material.bend_damping"),
-            (m.rest_stretch_u, "material.rest_stretch_u"),
-            (m.rest_stretch_v, "material.rest_stretch_v"),
-        ] {
+        for (v, what) in m.named_values() {
             if !v.is_finite() {
                 return Err(FfiError::non_finite(what));
             }
