@@ -18,15 +18,103 @@ use std::time::Instant;
 use bumpalo::Bump;
 use rayon::prelude::*;
 
-use crate::collide::resolve::ObstacleMeshes;
+use glam::Vec3;
+
+use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
 use crate::collide::strain_limit::StrainLimiter;
-use crate::integrate::contact::ColliderView;
-use crate::integrate::implicit_euler::ReactionSpan;
-use crate::runtime::budget::Deadline;
+use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
+use crate::integrate::implicit_euler::{ImplicitEuler, ReactionSpan};
+use crate::integrate::isometric_cloth::IsometricCloth;
+use crate::linalg::pcg::PcgSettings;
+use crate::model::wind::Wind;
+use crate::runtime::budget::{Budget, Deadline};
 use crate::runtime::profile::{self, Stage};
 use crate::runtime::stats::FrameStats;
-use crate::world::layers::Group;
-use crate::world::{Cloth, WorldSettings};
+use crate::state::ClothState;
+
+/// A cloth as the substep sees it: its state, its model and every buffer its stages use,
+/// sized when the cloth is created. This is all of a cloth the pipeline reads or writes; the
+/// world keeps one inside each of its cloths, next to what only the world needs (name, frame
+/// arena, keyframed pins).
+#[derive(Debug)]
+pub(crate) struct SimCloth {
+    pub(crate) triangles: Vec<[u32; 3]>,
+    pub(crate) edges: Vec<[u32; 2]>,
+    pub(crate) rest_lengths: Vec<f32>,
+    pub(crate) state: ClothState,
+    /// The state at the start of a substep that step control may undo.
+    pub(crate) backup: ClothState,
+    pub(crate) system: ImplicitEuler,
+    pub(crate) constraints: Constraints,
+    pub(crate) pins: Vec<PinTarget>,
+    /// External forces of the substep (gravity, wind).
+    pub(crate) external: Vec<Vec3>,
+    /// Step control's stretch measures before and after a substep, one a triangle.
+    pub(crate) measure_before: Vec<f32>,
+    pub(crate) measure_after: Vec<f32>,
+    pub(crate) thickness: f32,
+    pub(crate) friction: f32,
+    pub(crate) air_damping: f32,
+    pub(crate) collision_settings: CollisionSettings,
+    pub(crate) collision: ClothCollision,
+    /// The isometric model (Wang 2012) when the cloth uses it: the state is then its subdivided
+    /// mesh, and `system` is only the Baraff–Witkin rest data of that mesh (unused by the step).
+    pub(crate) isometric: Option<Box<IsometricCloth>>,
+}
+
+impl SimCloth {
+    /// The PCG settings of the cloth's solves: its own, with at most `cg_cap` iterations (the
+    /// frame's cap).
+    #[must_use]
+    pub(crate) fn pcg_settings(&self, cg_cap: u32) -> PcgSettings {
+        let mut pcg = self.system.settings().pcg;
+        pcg.max_iterations = pcg.max_iterations.min(cg_cap);
+        pcg
+    }
+}
+
+/// The collision stage a group of cloths shares, and the buffers it gathers their state into
+/// (members in order, each member's vertices contiguous).
+#[derive(Debug)]
+pub(crate) struct SharedStage {
+    pub(crate) collision: ClothCollision,
+    /// The stage's own settings, from its members' (set by the world every substep).
+    pub(crate) settings: CollisionSettings,
+    pub(crate) x0: Vec<Vec3>,
+    pub(crate) v: Vec<Vec3>,
+    pub(crate) mass: Vec<f32>,
+    pub(crate) inv_mass: Vec<f32>,
+}
+
+/// What a substep reads of the world: gravity, wind, the frame's budget and step control.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StepEnv<'a> {
+    pub(crate) gravity: Vec3,
+    /// The wind, its gusts sampled for this frame.
+    pub(crate) wind: Option<&'a Wind>,
+    pub(crate) budget: Budget,
+    pub(crate) step_control: StepControl,
+}
+
+/// Step rejection (Baraff & Witkin 1998, *Adaptive time stepping*): a substep whose per-triangle
+/// stretch changes by more than `max_stretch_change` (relative) is undone and
+/// retried as two half steps, at most `max_halvings` times deep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepControl {
+    /// Largest accepted relative change of max(|w_u|, |w_v|) in one substep.
+    pub max_stretch_change: f32,
+    /// Largest number of successive halvings (0 disables step control).
+    pub max_halvings: u32,
+}
+
+impl Default for StepControl {
+    fn default() -> Self {
+        Self {
+            max_stretch_change: 0.1,
+            max_halvings: 3,
+        }
+    }
+}
 
 /// Largest number of pieces an IMEX substep is split into (2^10).
 const MAX_IMEX_PIECES: u32 = 1024;
@@ -46,12 +134,12 @@ const MAX_IMEX_PIECES: u32 = 1024;
 /// the start of the frame): the collider poses of pieces and halves and the
 /// collision stage's candidate lists are allocated there.
 #[allow(clippy::too_many_arguments)]
-pub fn substep(
-    cloth: &mut Cloth,
+pub(crate) fn substep(
+    cloth: &mut SimCloth,
     arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
+    settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
     stats: &mut FrameStats,
@@ -60,16 +148,95 @@ pub fn substep(
         advance_isometric(cloth, colliders, obstacles, settings, h, deadline, stats);
         return;
     }
-    let limit = cloth
-        .system
-        .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
+    schedule(
+        &mut [(cloth, stats)],
+        arena,
+        colliders,
+        obstacles,
+        settings,
+        h,
+        deadline,
+        &mut |members, arena, colliders, obstacles, h, deadline| {
+            let (cloth, stats) = &mut members[0];
+            advance(
+                cloth, arena, colliders, obstacles, settings, h, deadline, stats,
+            );
+        },
+    );
+}
+
+/// A cloth of a group and its statistics.
+pub(crate) type Member<'a> = (&'a mut SimCloth, &'a mut FrameStats);
+
+/// Advances the cloths of a group (formed by the world: `world::layers`) by `h` together: each member's own stages
+/// in parallel, one collision stage over all their vertices (the group's shared
+/// `ClothCollision`), then each member's end of the substep.
+///
+/// Step control is the group's (`docs/methods/cloth-layers.md`): the IMEX split takes the most
+/// pieces any member needs, and when any member's stretch changes too much the whole group
+/// is undone and retried as two half steps, so the members always share a substep schedule.
+/// The shared stage's statistics and time go to the first member's statistics.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn substep_group(
+    members: &mut [Member<'_>],
+    group: &mut SharedStage,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &StepEnv<'_>,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    schedule(
+        members,
+        arena,
+        colliders,
+        obstacles,
+        settings,
+        h,
+        deadline,
+        &mut |members, arena, colliders, obstacles, h, deadline| {
+            advance_group(
+                members, group, arena, colliders, obstacles, settings, h, deadline,
+            );
+        },
+    );
+}
+
+/// The schedule of a substep of `members` (one cloth, or a group that shares a collision
+/// stage): the IMEX split into the most pieces any member needs, each piece under step control
+/// ([`controlled`]); `advance` takes one unconditional step of all members.
+#[allow(clippy::too_many_arguments)]
+fn schedule(
+    members: &mut [Member<'_>],
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &StepEnv<'_>,
+    h: f32,
+    deadline: &mut Deadline,
+    advance: &mut impl FnMut(
+        &mut [Member<'_>],
+        &Bump,
+        &[ColliderView],
+        &ObstacleMeshes<'_>,
+        f32,
+        &mut Deadline,
+    ),
+) {
     let mut pieces = 1u32;
-    while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
-        pieces *= 2;
+    for (cloth, _) in members.iter_mut() {
+        let limit = cloth
+            .system
+            .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
+        while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
+            pieces *= 2;
+        }
     }
+    let control = settings.step_control;
     if pieces == 1 {
-        substep_controlled(
-            cloth, arena, colliders, obstacles, settings, h, 0, deadline, stats,
+        controlled(
+            members, arena, colliders, obstacles, control, h, 0, deadline, advance,
         );
         return;
     }
@@ -81,92 +248,44 @@ pub fn substep(
             pose: c.motion.advance(&c.pose, hp * k as f32),
             ..*c
         }));
-        substep_controlled(
-            cloth,
-            arena,
-            views,
-            &obstacles.part(a, b),
-            settings,
-            hp,
-            0,
-            deadline,
-            stats,
-        );
-    }
-}
-
-/// A cloth of a group and its statistics.
-pub(crate) type Member<'a> = (&'a mut Cloth, &'a mut FrameStats);
-
-/// Advances the cloths of a group (`world::layers`) by `h` together: each member's own stages
-/// in parallel, one collision stage over all their vertices (the group's shared
-/// `ClothCollision`), then each member's end of the substep.
-///
-/// Step control is the group's (`docs/methods/cloth-layers.md`): the IMEX split takes the most
-/// pieces any member needs, and when any member's stretch changes too much the whole group
-/// is undone and retried as two half steps, so the members always share a substep schedule.
-/// The shared stage's statistics and time go to the first member's statistics.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn substep_group(
-    members: &mut [Member<'_>],
-    group: &mut Group,
-    arena: &Bump,
-    colliders: &[ColliderView],
-    obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
-    h: f32,
-    deadline: &mut Deadline,
-) {
-    let mut pieces = 1u32;
-    for (cloth, _) in members.iter_mut() {
-        let limit = cloth
-            .system
-            .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
-        while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
-            pieces *= 2;
-        }
-    }
-    if pieces == 1 {
-        group_controlled(
-            members, group, arena, colliders, obstacles, settings, h, 0, deadline,
-        );
-        return;
-    }
-    let hp = h / pieces as f32;
-    for k in 0..pieces {
-        let (a, b) = (k as f32 / pieces as f32, (k + 1) as f32 / pieces as f32);
-        let views = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
-            pose: c.motion.advance(&c.pose, hp * k as f32),
-            ..*c
-        }));
-        group_controlled(
+        controlled(
             members,
-            group,
             arena,
             views,
             &obstacles.part(a, b),
-            settings,
+            control,
             hp,
             0,
             deadline,
+            advance,
         );
     }
 }
 
-/// [`substep_controlled`] for a group: one decision for all members.
+/// One step of `members` by `h` under step control, `depth` halvings deep: when any member's
+/// stretch changes too much, every member is undone (pins too) and the step retried as two
+/// half steps, so the members always share a substep schedule. Colliders are only read here,
+/// at their pose at the start of the step; within the halves they are treated as moving with
+/// their velocity from that pose.
 #[allow(clippy::too_many_arguments)]
-fn group_controlled(
+fn controlled(
     members: &mut [Member<'_>],
-    group: &mut Group,
     arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
+    control: StepControl,
     h: f32,
     depth: u32,
     deadline: &mut Deadline,
+    advance: &mut impl FnMut(
+        &mut [Member<'_>],
+        &Bump,
+        &[ColliderView],
+        &ObstacleMeshes<'_>,
+        f32,
+        &mut Deadline,
+    ),
 ) {
-    let control = settings.step_control;
     let may_reject = depth < control.max_halvings && !deadline.passed();
     if may_reject {
         members.par_iter_mut().for_each(|(cloth, _)| {
@@ -176,9 +295,7 @@ fn group_controlled(
                 .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
         });
     }
-    advance_group(
-        members, group, arena, colliders, obstacles, settings, h, deadline,
-    );
+    advance(members, arena, colliders, obstacles, h, deadline);
     if !may_reject {
         return;
     }
@@ -207,31 +324,32 @@ fn group_controlled(
         }
     }
     let half = 0.5 * h;
-    group_controlled(
+    controlled(
         members,
-        group,
         arena,
         colliders,
         &obstacles.part(0.0, 0.5),
-        settings,
+        control,
         half,
         depth + 1,
         deadline,
+        advance,
     );
+    // Colliders at the midpoint, in the frame arena.
     let mid = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
         pose: c.motion.advance(&c.pose, half),
         ..*c
     }));
-    group_controlled(
+    controlled(
         members,
-        group,
         arena,
         mid,
         &obstacles.part(0.5, 1.0),
-        settings,
+        control,
         half,
         depth + 1,
         deadline,
+        advance,
     );
 }
 
@@ -241,11 +359,11 @@ fn group_controlled(
 #[allow(clippy::too_many_arguments)]
 fn advance_group(
     members: &mut [Member<'_>],
-    group: &mut Group,
+    group: &mut SharedStage,
     arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
+    settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
 ) {
@@ -344,10 +462,10 @@ fn advance_group(
 /// with `contact_margin > 0`, through the speculative contact rows of line 4, which read
 /// the analytic shapes (`integrate::isometric`).
 fn advance_isometric(
-    cloth: &mut Cloth,
+    cloth: &mut SimCloth,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
+    settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
     stats: &mut FrameStats,
@@ -408,91 +526,14 @@ fn advance_isometric(
     stats.substeps += 1;
 }
 
-#[allow(clippy::too_many_arguments)]
-fn substep_controlled(
-    cloth: &mut Cloth,
-    arena: &Bump,
-    colliders: &[ColliderView],
-    obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
-    h: f32,
-    depth: u32,
-    deadline: &mut Deadline,
-    stats: &mut FrameStats,
-) {
-    let control = settings.step_control;
-    let may_reject = depth < control.max_halvings && !deadline.passed();
-    if may_reject {
-        cloth.backup.copy_from(&cloth.state);
-        cloth
-            .system
-            .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
-    }
-    advance(
-        cloth, arena, colliders, obstacles, settings, h, deadline, stats,
-    );
-    if !may_reject {
-        return;
-    }
-    cloth
-        .system
-        .stretch_measures(cloth.state.positions(), &mut cloth.measure_after);
-    let change = cloth
-        .measure_before
-        .iter()
-        .zip(&cloth.measure_after)
-        .map(|(b, a)| (a / b - 1.0).abs())
-        .fold(0.0f32, f32::max);
-    if change.is_finite() && change <= control.max_stretch_change {
-        return;
-    }
-    // Rejected: undo (pins too) and take two half steps. Colliders are only
-    // read here, at their pose at the start of the substep; within the halves
-    // they are treated as moving with their velocity from that pose.
-    stats.rejected_substeps += 1;
-    stats.substeps -= 1;
-    cloth.state.copy_from(&cloth.backup);
-    for pin in &mut cloth.pins {
-        pin.target -= pin.velocity * h;
-    }
-    let half = 0.5 * h;
-    substep_controlled(
-        cloth,
-        arena,
-        colliders,
-        &obstacles.part(0.0, 0.5),
-        settings,
-        half,
-        depth + 1,
-        deadline,
-        stats,
-    );
-    // Colliders at the midpoint, in the frame arena.
-    let mid = arena.alloc_slice_fill_iter(colliders.iter().map(|c| ColliderView {
-        pose: c.motion.advance(&c.pose, half),
-        ..*c
-    }));
-    substep_controlled(
-        cloth,
-        arena,
-        mid,
-        &obstacles.part(0.5, 1.0),
-        settings,
-        half,
-        depth + 1,
-        deadline,
-        stats,
-    );
-}
-
 /// One unconditional substep of length `h`.
 #[allow(clippy::too_many_arguments)]
 fn advance(
-    cloth: &mut Cloth,
+    cloth: &mut SimCloth,
     arena: &Bump,
     colliders: &[ColliderView],
     obstacles: &ObstacleMeshes<'_>,
-    settings: &WorldSettings,
+    settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
     stats: &mut FrameStats,
@@ -552,9 +593,9 @@ fn advance(
 /// finish; leaves the candidate velocities v½ = v1 + y/h the collision stage starts from in the
 /// cloth's state. Returns the time it ended.
 fn dynamics(
-    cloth: &mut Cloth,
+    cloth: &mut SimCloth,
     colliders: &[ColliderView],
-    settings: &WorldSettings,
+    settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
     stats: &mut FrameStats,
@@ -627,7 +668,7 @@ fn dynamics(
 
 /// The end of a substep after its last collision stage: x = x0 + h v½, v = v½ − y/h, the
 /// optional velocity smoothing, pins exactly on their targets, the contact counts.
-fn end_substep(cloth: &mut Cloth, h: f32, stats: &mut FrameStats) {
+fn end_substep(cloth: &mut SimCloth, h: f32, stats: &mut FrameStats) {
     let inv_h = 1.0 / h;
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     let y = cloth.constraints.y();
@@ -671,8 +712,8 @@ fn body_normals(limiter: &StrainLimiter, n: usize) -> ReactionSpan {
 /// external forces are gravity plus the wind (steady within the substep:
 /// `World::step` samples the gusts). Returns the time it ended.
 fn kinematics(
-    cloth: &mut Cloth,
-    settings: &WorldSettings,
+    cloth: &mut SimCloth,
+    settings: &StepEnv<'_>,
     h: f32,
     stats: &mut FrameStats,
 ) -> Instant {

@@ -342,13 +342,13 @@ impl weft_world {
             Err(e) => {
                 for entry in self.cloths.iter().map(|(_, _, e)| e) {
                     let c = &mut self.world.cloths[entry.index];
-                    let (x, v) = c.state.positions_velocities_mut();
+                    let (x, v) = c.sim.state.positions_velocities_mut();
                     x.copy_from_slice(&entry.backup_x);
                     v.copy_from_slice(&entry.backup_v);
                     // The isometric model takes the restored f32 state over
                     // at its next step; its BDF2 history and warm starts are
                     // from the failed step, so they are dropped.
-                    if let Some(iso) = c.isometric.as_mut() {
+                    if let Some(iso) = c.sim.isometric.as_mut() {
                         iso.reset();
                     }
                 }

@@ -9,8 +9,8 @@ use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
 use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
-use crate::linalg::pcg::PcgSettings;
 use crate::mesh::{MeshError, Topology, TriMesh};
+use crate::pipeline::SimCloth;
 use crate::runtime::arena::FrameArena;
 use crate::state::{ClothState, lumped_masses};
 
@@ -79,31 +79,14 @@ pub enum ClothError {
     Range(#[from] RangeError),
 }
 
-/// One cloth: its state, rest data and every scratch buffer its step needs.
+/// One cloth: what the substep reads and writes of it (`pipeline::SimCloth`: its state, rest
+/// data and every scratch buffer its step needs), its name, keyframed pins and frame arena.
 #[derive(Debug)]
 pub struct Cloth {
     pub(crate) name: String,
-    pub(crate) triangles: Vec<[u32; 3]>,
-    pub(crate) edges: Vec<[u32; 2]>,
-    pub(crate) rest_lengths: Vec<f32>,
-    pub(crate) state: ClothState,
-    pub(crate) backup: ClothState,
-    pub(crate) system: ImplicitEuler,
-    pub(crate) constraints: Constraints,
-    pub(crate) pins: Vec<PinTarget>,
+    pub(crate) sim: SimCloth,
     /// Keyframed pin targets ([`World::set_pin_track`]); each tracked vertex is pinned.
     pub(crate) pin_tracks: Vec<PinTrack>,
-    pub(crate) external: Vec<Vec3>,
-    pub(crate) measure_before: Vec<f32>,
-    pub(crate) measure_after: Vec<f32>,
-    pub(crate) thickness: f32,
-    pub(crate) friction: f32,
-    pub(crate) air_damping: f32,
-    pub(crate) collision_settings: CollisionSettings,
-    pub(crate) collision: ClothCollision,
-    /// The isometric model (Wang 2012) when the cloth uses it: the state is then its subdivided
-    /// mesh, and `system` is only the Baraff–Witkin rest data of that mesh (unused by the step).
-    pub(crate) isometric: Option<Box<IsometricCloth>>,
     /// The cloth's frame arena (`runtime::arena`): reset by `World::step` at the start of every
     /// frame, the scratch of the cloth's substeps comes from it.
     pub(crate) arena: FrameArena,
@@ -152,24 +135,26 @@ impl Cloth {
         let ntri = mesh.num_triangles();
         Ok(Self {
             name: desc.name,
-            triangles: mesh.triangles,
-            edges,
-            rest_lengths,
-            backup: state.clone(),
-            state,
-            system,
-            constraints: Constraints::new(n),
-            pins,
+            sim: SimCloth {
+                triangles: mesh.triangles,
+                edges,
+                rest_lengths,
+                backup: state.clone(),
+                state,
+                system,
+                constraints: Constraints::new(n),
+                pins,
+                external: vec![Vec3::ZERO; n],
+                measure_before: vec![0.0; ntri],
+                measure_after: vec![0.0; ntri],
+                thickness: desc.thickness,
+                friction: desc.friction,
+                air_damping: desc.air_damping,
+                collision_settings: desc.collision,
+                collision,
+                isometric: None,
+            },
             pin_tracks: Vec::new(),
-            external: vec![Vec3::ZERO; n],
-            measure_before: vec![0.0; ntri],
-            measure_after: vec![0.0; ntri],
-            thickness: desc.thickness,
-            friction: desc.friction,
-            air_damping: desc.air_damping,
-            collision_settings: desc.collision,
-            collision,
-            isometric: None,
             arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
         })
     }
@@ -243,23 +228,14 @@ impl Cloth {
             mesh: model.mesh().clone(),
             ..desc
         })?;
-        cloth.isometric = Some(Box::new(model));
+        cloth.sim.isometric = Some(Box::new(model));
         Ok(cloth)
-    }
-
-    /// The PCG settings of the cloth's solves: its own, with at most `cg_cap` iterations (the
-    /// frame's cap).
-    #[must_use]
-    pub(crate) fn pcg_settings(&self, cg_cap: u32) -> PcgSettings {
-        let mut pcg = self.system.settings().pcg;
-        pcg.max_iterations = pcg.max_iterations.min(cg_cap);
-        pcg
     }
 
     /// The isometric model, when this cloth uses it.
     #[must_use]
     pub fn isometric(&self) -> Option<&IsometricCloth> {
-        self.isometric.as_deref()
+        self.sim.isometric.as_deref()
     }
 
     /// Name.
@@ -271,37 +247,37 @@ impl Cloth {
     /// The state.
     #[must_use]
     pub fn state(&self) -> &ClothState {
-        &self.state
+        &self.sim.state
     }
 
     /// Thickness η (m): the distance the cloth keeps from colliders, obstacles and itself.
     #[must_use]
     pub fn thickness(&self) -> f32 {
-        self.thickness
+        self.sim.thickness
     }
 
     /// Triangles (vertex indices) of the simulated and rendered mesh.
     #[must_use]
     pub fn triangles(&self) -> &[[u32; 3]] {
-        &self.triangles
+        &self.sim.triangles
     }
 
     /// Unique edges and their rest lengths (m).
     #[must_use]
     pub fn edges(&self) -> (&[[u32; 2]], &[f32]) {
-        (&self.edges, &self.rest_lengths)
+        (&self.sim.edges, &self.sim.rest_lengths)
     }
 
     /// The Baraff–Witkin system (rest data, settings).
     #[must_use]
     pub fn system(&self) -> &ImplicitEuler {
-        &self.system
+        &self.sim.system
     }
 
     /// Pinned vertices and their current targets.
     #[must_use]
     pub fn pins(&self) -> &[PinTarget] {
-        &self.pins
+        &self.sim.pins
     }
 
     /// The keyframed pin targets of this cloth ([`World::set_pin_track`]).
@@ -321,7 +297,7 @@ impl Cloth {
             self.pin_tracks.retain(|t| !t.is_empty());
         }
         for t in &mut self.pin_tracks {
-            t.reslot(&self.pins);
+            t.reslot(&self.sim.pins);
         }
     }
 
@@ -329,25 +305,26 @@ impl Cloth {
     /// `t_end` on their tracks.
     pub(super) fn drive_pin_tracks(&mut self, t_end: f64, h: f32) {
         for t in &self.pin_tracks {
-            t.drive(&mut self.pins, t_end, h);
+            t.drive(&mut self.sim.pins, t_end, h);
         }
     }
 
     /// Puts the tracked pins and their vertices exactly on their tracks at `t`.
     pub(super) fn land_pin_tracks(&mut self, t: f64) {
-        let x = self.state.positions_mut();
+        let x = self.sim.state.positions_mut();
         for track in &self.pin_tracks {
-            track.land(&mut self.pins, x, t);
+            track.land(&mut self.sim.pins, x, t);
         }
     }
 
     /// Largest edge strain |l / l0 − 1| now.
     #[must_use]
     pub fn max_strain(&self) -> f32 {
-        let x = self.state.positions();
-        self.edges
+        let x = self.sim.state.positions();
+        self.sim
+            .edges
             .iter()
-            .zip(&self.rest_lengths)
+            .zip(&self.sim.rest_lengths)
             .map(|(e, l0)| ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs())
             .fold(0.0, f32::max)
     }
@@ -357,11 +334,11 @@ impl Cloth {
     /// them after the last collision stage (`collide::strain_limit`, "Forced edges").
     #[must_use]
     pub fn max_strain_by_drive(&self) -> [f32; 3] {
-        let x = self.state.positions();
-        let inv_mass = self.state.inv_masses();
-        let limiter = self.collision.strain_limiter();
+        let x = self.sim.state.positions();
+        let inv_mass = self.sim.state.inv_masses();
+        let limiter = self.sim.collision.strain_limiter();
         let mut out = [0.0f32; 3];
-        for (&e, l0) in self.edges.iter().zip(&self.rest_lengths) {
+        for (&e, l0) in self.sim.edges.iter().zip(&self.sim.rest_lengths) {
             let s = ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs();
             let k = match limiter.drive(e, inv_mass) {
                 EdgeDrive::Free => 0,
@@ -377,17 +354,17 @@ impl Cloth {
     /// only ever remove it.
     #[must_use]
     pub fn total_energy(&self, gravity: Vec3) -> f64 {
-        let x = self.state.positions();
+        let x = self.sim.state.positions();
         let potential: f64 = x
             .iter()
-            .zip(self.state.masses())
+            .zip(self.sim.state.masses())
             .map(|(p, m)| -f64::from(*m) * f64::from(gravity.dot(*p)))
             .sum();
-        let elastic = match &self.isometric {
+        let elastic = match &self.sim.isometric {
             Some(iso) => iso.bending_energy(),
-            None => self.system.elastic_energy(x),
+            None => self.sim.system.elastic_energy(x),
         };
-        self.state.kinetic_energy() + potential + elastic
+        self.sim.state.kinetic_energy() + potential + elastic
     }
 }
 

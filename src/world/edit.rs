@@ -320,7 +320,7 @@ impl World {
         limits::check_point("pin target", target)?;
         limits::check_speed("pin velocity", velocity)?;
         let c = self.cloth_mut(cloth)?;
-        let count = c.state.len();
+        let count = c.sim.state.len();
         if vertex as usize >= count {
             return Err(EditError::VertexOutOfRange {
                 cloth,
@@ -330,14 +330,14 @@ impl World {
         }
         // The host takes the vertex over from a keyframed pin track, if any.
         c.forget_tracked_pin(vertex);
-        match c.pins.iter_mut().find(|p| p.vertex == vertex) {
+        match c.sim.pins.iter_mut().find(|p| p.vertex == vertex) {
             Some(p) => {
                 p.target = target;
                 p.velocity = velocity;
             }
             None => {
-                c.state.set_pinned(vertex as usize, true);
-                c.pins.push(PinTarget {
+                c.sim.state.set_pinned(vertex as usize, true);
+                c.sim.pins.push(PinTarget {
                     vertex,
                     target,
                     velocity,
@@ -350,7 +350,7 @@ impl World {
     /// Frees pinned `vertex` of cloth `cloth`; it keeps its position and velocity.
     pub fn unpin_vertex(&mut self, cloth: usize, vertex: u32) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        let count = c.state.len();
+        let count = c.sim.state.len();
         if vertex as usize >= count {
             return Err(EditError::VertexOutOfRange {
                 cloth,
@@ -359,12 +359,13 @@ impl World {
             });
         }
         let k = c
+            .sim
             .pins
             .iter()
             .position(|p| p.vertex == vertex)
             .ok_or(EditError::NotPinned { cloth, vertex })?;
-        c.pins.remove(k);
-        c.state.set_pinned(vertex as usize, false);
+        c.sim.pins.remove(k);
+        c.sim.state.set_pinned(vertex as usize, false);
         c.forget_tracked_pin(vertex);
         Ok(())
     }
@@ -372,10 +373,10 @@ impl World {
     /// Frees every pinned vertex of cloth `cloth`.
     pub fn clear_pins(&mut self, cloth: usize) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        for p in &c.pins {
-            c.state.set_pinned(p.vertex as usize, false);
+        for p in &c.sim.pins {
+            c.sim.state.set_pinned(p.vertex as usize, false);
         }
-        c.pins.clear();
+        c.sim.pins.clear();
         c.pin_tracks.clear();
         Ok(())
     }
@@ -412,7 +413,7 @@ impl World {
         }
         let time = self.time;
         let c = self.cloth_mut(cloth)?;
-        let count = c.state.len();
+        let count = c.sim.state.len();
         if let Some(&vertex) = vertices.iter().find(|&&v| v as usize >= count) {
             return Err(EditError::VertexOutOfRange {
                 cloth,
@@ -425,23 +426,23 @@ impl World {
         vertices.dedup();
         for &v in &vertices {
             c.forget_tracked_pin(v);
-            if !c.state.is_pinned(v as usize) {
-                c.state.set_pinned(v as usize, true);
-                c.pins.push(PinTarget {
+            if !c.sim.state.is_pinned(v as usize) {
+                c.sim.state.set_pinned(v as usize, true);
+                c.sim.pins.push(PinTarget {
                     vertex: v,
-                    target: c.state.positions()[v as usize],
+                    target: c.sim.state.positions()[v as usize],
                     velocity: Vec3::ZERO,
                 });
             }
         }
-        for p in &mut c.pins {
+        for p in &mut c.sim.pins {
             if vertices.binary_search(&p.vertex).is_ok() {
                 p.velocity = Vec3::ZERO;
             }
         }
-        let mut pin_track = PinTrack::new(track, pivot, &vertices, c.state.positions());
-        pin_track.reslot(&c.pins);
-        pin_track.land(&mut c.pins, c.state.positions_mut(), time);
+        let mut pin_track = PinTrack::new(track, pivot, &vertices, c.sim.state.positions());
+        pin_track.reslot(&c.sim.pins);
+        pin_track.land(&mut c.sim.pins, c.sim.state.positions_mut(), time);
         c.pin_tracks.push(pin_track);
         Ok(())
     }
@@ -457,8 +458,8 @@ impl World {
         sizes: PoolSizes,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        c.collision.set_pool_sizes(sizes);
-        if let Some(iso) = c.isometric.as_mut() {
+        c.sim.collision.set_pool_sizes(sizes);
+        if let Some(iso) = c.sim.isometric.as_mut() {
             iso.collision_mut().set_pool_sizes(sizes);
         }
         Ok(())
@@ -468,20 +469,22 @@ impl World {
     /// vertex, finite and positive). Positions, velocities and pins are kept.
     pub fn set_cloth_masses(&mut self, cloth: usize, masses: &[f32]) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        if masses.len() != c.state.len() {
+        if masses.len() != c.sim.state.len() {
             return Err(EditError::Value {
                 what: "masses",
-                message: format!("{} masses for {} vertices", masses.len(), c.state.len()),
+                message: format!("{} masses for {} vertices", masses.len(), c.sim.state.len()),
             });
         }
         limits::check_vertex_masses("masses", masses)?;
-        let mut state = ClothState::new(c.state.positions().to_vec(), masses.to_vec());
-        state.velocities_mut().copy_from_slice(c.state.velocities());
-        for p in &c.pins {
+        let mut state = ClothState::new(c.sim.state.positions().to_vec(), masses.to_vec());
+        state
+            .velocities_mut()
+            .copy_from_slice(c.sim.state.velocities());
+        for p in &c.sim.pins {
             state.set_pinned(p.vertex as usize, true);
         }
-        c.backup = state.clone();
-        c.state = state;
+        c.sim.backup = state.clone();
+        c.sim.state = state;
         Ok(())
     }
 }
@@ -521,7 +524,7 @@ impl World {
         velocities: Option<&[Vec3]>,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        let n = c.state.len();
+        let n = c.sim.state.len();
         for (what, values) in [("positions", positions), ("velocities", velocities)] {
             if let Some(values) = values.filter(|v| v.len() != n) {
                 return Err(EditError::Value {
@@ -542,17 +545,17 @@ impl World {
             }
         }
         if let Some(x) = positions {
-            c.state.positions_mut().copy_from_slice(x);
-            for p in &mut c.pins {
+            c.sim.state.positions_mut().copy_from_slice(x);
+            for p in &mut c.sim.pins {
                 p.target = x[p.vertex as usize];
             }
         }
         if let Some(v) = velocities {
-            c.state.velocities_mut().copy_from_slice(v);
+            c.sim.state.velocities_mut().copy_from_slice(v);
         }
-        c.constraints.reset_history();
-        c.system.forget_warm_start();
-        if let Some(iso) = c.isometric.as_mut() {
+        c.sim.constraints.reset_history();
+        c.sim.system.forget_warm_start();
+        if let Some(iso) = c.sim.isometric.as_mut() {
             iso.reset();
         }
         Ok(())
@@ -573,7 +576,7 @@ impl World {
         bend: BendParams,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        if c.isometric.is_some() {
+        if c.sim.isometric.is_some() {
             return Err(EditError::WrongModel {
                 cloth,
                 message: "an isometric cloth has no Baraff–Witkin material (its bending is \
@@ -607,7 +610,7 @@ impl World {
                 });
             }
         }
-        c.system.set_material(membrane, bend);
+        c.sim.system.set_material(membrane, bend);
         Ok(())
     }
 }

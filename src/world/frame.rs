@@ -96,6 +96,7 @@ impl World {
                 o.place(&next, &mut self.obstacle_x1[range]);
                 o.pose = next;
             }
+            let env = settings.step_env();
             let obstacles = ObstacleMeshes {
                 x0: &self.obstacle_x0,
                 x1: &self.obstacle_x1,
@@ -144,7 +145,7 @@ impl World {
                 .enumerate()
                 .filter(|(i, _)| group_of[*i] == ALONE)
                 .for_each(|(_, (cloth, cloth_stats))| {
-                    let obstacles = if cloth.isometric.is_some() {
+                    let obstacles = if cloth.sim.isometric.is_some() {
                         &obstacles_isometric
                     } else {
                         &obstacles
@@ -156,11 +157,11 @@ impl World {
                     let arena = std::mem::take(&mut cloth.arena);
                     cloth.drive_pin_tracks(t_substep_end, h);
                     pipeline::substep(
-                        cloth,
+                        &mut cloth.sim,
                         arena.bump(),
                         views,
                         obstacles,
-                        &settings,
+                        &env,
                         h,
                         &mut deadline,
                         cloth_stats,
@@ -189,26 +190,33 @@ impl World {
                 {
                     if group_of[i] == g {
                         cloth.drive_pin_tracks(t_substep_end, h);
-                        members.push((cloth, cloth_stats));
+                        members.push((&mut cloth.sim, cloth_stats));
                     }
                 }
                 let mut deadline = frame_deadline.clone();
                 pipeline::substep_group(
                     &mut members,
-                    group,
+                    &mut group.stage,
                     arena.bump(),
                     views,
                     &obstacles,
-                    &settings,
+                    &env,
                     h,
                     &mut deadline,
                 );
-                for (cloth, cloth_stats) in members.iter_mut() {
-                    cloth.land_pin_tracks(t_substep_end);
-                    cloth_stats.deadline_hit |= deadline.was_hit();
-                }
                 drop(members);
                 group.arena = arena;
+                for (i, (cloth, cloth_stats)) in self
+                    .cloths
+                    .iter_mut()
+                    .zip(self.cloth_stats.iter_mut())
+                    .enumerate()
+                {
+                    if group_of[i] == g {
+                        cloth.land_pin_tracks(t_substep_end);
+                        cloth_stats.deadline_hit |= deadline.was_hit();
+                    }
+                }
             }
             if self.cloth_stats.iter().any(|s| s.deadline_hit) {
                 deadline.latch();
@@ -235,7 +243,7 @@ impl World {
         self.time += f64::from(dt);
         self.frame += 1;
         for (i, c) in self.cloths.iter().enumerate() {
-            if !c.state.is_finite() {
+            if !c.sim.state.is_finite() {
                 return Err(StepError::NonFinite {
                     cloth: i,
                     name: c.name.clone(),
@@ -247,7 +255,7 @@ impl World {
             stats.max_strain_free = stats.max_strain_free.max(free);
             stats.max_strain_pins = stats.max_strain_pins.max(pins);
             stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
-            if let Some(iso) = &c.isometric {
+            if let Some(iso) = &c.sim.isometric {
                 let strain = iso.base_edge_strain();
                 stats.base_strain_midpoint =
                     stats.base_strain_midpoint.max(strain.through_midpoint);

@@ -22,6 +22,7 @@ use crate::collide::resolve::{
     ClothCollision, CollisionSettings, MemberMesh, MemberSettings, ObstacleMeshes,
 };
 use crate::collide::strain_limit::StrainLimit;
+use crate::pipeline::SharedStage;
 use crate::runtime::arena::FrameArena;
 
 use super::cloth::{ARENA_BYTES_PER_TRIANGLE, Cloth};
@@ -40,14 +41,10 @@ pub(crate) const ALONE: u32 = u32::MAX;
 pub(crate) struct Group {
     /// The members' cloth indices, ascending (creation order).
     pub(crate) members: Vec<u32>,
-    pub(crate) collision: ClothCollision,
-    /// The stage's own settings ([`stage_settings`]), set every substep.
-    pub(crate) settings: CollisionSettings,
+    /// The shared stage the pipeline runs; its settings are [`stage_settings`] of the
+    /// members', set every substep.
+    pub(crate) stage: SharedStage,
     member_settings: Vec<MemberSettings>,
-    pub(crate) x0: Vec<Vec3>,
-    pub(crate) v: Vec<Vec3>,
-    pub(crate) mass: Vec<f32>,
-    pub(crate) inv_mass: Vec<f32>,
     /// The group's frame arena (collider poses of pieces and halves, candidate lists).
     pub(crate) arena: FrameArena,
 }
@@ -65,10 +62,10 @@ impl Group {
             .map(|&i| {
                 let c = &cloths[i as usize];
                 MemberMesh {
-                    triangles: &c.triangles,
-                    edges: &c.edges,
-                    rest_lengths: &c.rest_lengths,
-                    positions: c.state.positions(),
+                    triangles: &c.sim.triangles,
+                    edges: &c.sim.edges,
+                    rest_lengths: &c.sim.rest_lengths,
+                    positions: c.sim.state.positions(),
                 }
             })
             .collect();
@@ -79,13 +76,15 @@ impl Group {
         let ntri: usize = meshes.iter().map(|m| m.triangles.len()).sum();
         Self {
             members: members.to_vec(),
-            collision,
-            settings: CollisionSettings::default(),
+            stage: SharedStage {
+                collision,
+                settings: CollisionSettings::default(),
+                x0: vec![Vec3::ZERO; n],
+                v: vec![Vec3::ZERO; n],
+                mass: vec![0.0; n],
+                inv_mass: vec![0.0; n],
+            },
             member_settings: Vec::with_capacity(members.len()),
-            x0: vec![Vec3::ZERO; n],
-            v: vec![Vec3::ZERO; n],
-            mass: vec![0.0; n],
-            inv_mass: vec![0.0; n],
             arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
         }
     }
@@ -98,18 +97,19 @@ impl Group {
         self.member_settings.extend(self.members.iter().map(|&i| {
             let c = &cloths[i as usize];
             MemberSettings {
-                thickness: c.collision_settings.thickness,
-                friction: c.collision_settings.friction,
-                self_collision: c.collision_settings.self_collision,
+                thickness: c.sim.collision_settings.thickness,
+                friction: c.sim.collision_settings.friction,
+                self_collision: c.sim.collision_settings.self_collision,
             }
         }));
-        self.settings = stage_settings(
+        self.stage.settings = stage_settings(
             self.members
                 .iter()
-                .map(|&i| &cloths[i as usize].collision_settings),
+                .map(|&i| &cloths[i as usize].sim.collision_settings),
         );
         let members = &self.members;
-        self.collision
+        self.stage
+            .collision
             .set_members(&self.member_settings, |a, b| apart(members[a], members[b]));
     }
 }
@@ -226,7 +226,7 @@ impl Layers {
                 if !self.reach[i].overlaps(&self.reach[j]) || self.kept_apart(i as u32, j as u32) {
                     continue;
                 }
-                if cloths[i].isometric.is_some() || cloths[j].isometric.is_some() {
+                if cloths[i].sim.isometric.is_some() || cloths[j].sim.isometric.is_some() {
                     self.unsupported += 1;
                     continue;
                 }
@@ -300,12 +300,22 @@ fn find(root: &mut [u32], mut i: u32) -> u32 {
 fn reach_box(cloth: &Cloth, h: f32, g: Vec3) -> Aabb {
     let mut b = Aabb::EMPTY;
     let mut speed = 0.0f32;
-    for (x, v) in cloth.state.positions().iter().zip(cloth.state.velocities()) {
+    for (x, v) in cloth
+        .sim
+        .state
+        .positions()
+        .iter()
+        .zip(cloth.sim.state.velocities())
+    {
         b.grow(*x);
         b.grow(*x + h * *v);
         speed = speed.max(v.length());
     }
-    let thickness = cloth.collision_settings.thickness.max(cloth.thickness);
+    let thickness = cloth
+        .sim
+        .collision_settings
+        .thickness
+        .max(cloth.sim.thickness);
     b.inflate(thickness + REACH_SAFETY * (h * speed + h * h * g.length()))
 }
 
@@ -318,12 +328,12 @@ impl Layers {
         dt: f32,
         g: Vec3,
     ) -> Option<(usize, usize)> {
-        if cloths.len() < 2 || cloths.iter().all(|c| c.isometric.is_none()) {
+        if cloths.len() < 2 || cloths.iter().all(|c| c.sim.isometric.is_none()) {
             return None;
         }
         for (i, a) in cloths.iter().enumerate() {
             for (j, b) in cloths.iter().enumerate().skip(i + 1) {
-                if (a.isometric.is_none() && b.isometric.is_none())
+                if (a.sim.isometric.is_none() && b.sim.isometric.is_none())
                     || self.kept_apart(i as u32, j as u32)
                 {
                     continue;

@@ -28,6 +28,7 @@ use crate::integrate::contact::ColliderView;
 use crate::integrate::isometric_cloth::IsometricDesc;
 use crate::limits::{self, RangeError};
 use crate::mesh::MeshError;
+use crate::pipeline::StepEnv;
 use crate::runtime::budget::{Budget, Clock, Governor, SystemClock};
 use crate::runtime::stats::FrameStats;
 use crate::state::StateHasher;
@@ -49,6 +50,18 @@ pub struct WorldSettings {
     pub wind: Option<crate::model::wind::Wind>,
 }
 
+impl WorldSettings {
+    /// What a substep reads of these settings.
+    pub(crate) fn step_env(&self) -> StepEnv<'_> {
+        StepEnv {
+            gravity: self.gravity,
+            wind: self.wind.as_ref(),
+            budget: self.budget,
+            step_control: self.step_control,
+        }
+    }
+}
+
 impl Default for WorldSettings {
     fn default() -> Self {
         Self {
@@ -62,25 +75,7 @@ impl Default for WorldSettings {
     }
 }
 
-/// Step rejection (Baraff & Witkin 1998, *Adaptive time stepping*): a substep whose per-triangle
-/// stretch changes by more than `max_stretch_change` (relative) is undone and
-/// retried as two half steps, at most `max_halvings` times deep.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StepControl {
-    /// Largest accepted relative change of max(|w_u|, |w_v|) in one substep.
-    pub max_stretch_change: f32,
-    /// Largest number of successive halvings (0 disables step control).
-    pub max_halvings: u32,
-}
-
-impl Default for StepControl {
-    fn default() -> Self {
-        Self {
-            max_stretch_change: 0.1,
-            max_halvings: 3,
-        }
-    }
-}
+pub use crate::pipeline::StepControl;
 
 /// A simulation failure: a lost invariant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -254,16 +249,18 @@ impl World {
     }
 
     fn push_cloth(&mut self, mut cloth: Cloth) -> usize {
-        if let Some(iso) = cloth.isometric.as_mut() {
+        if let Some(iso) = cloth.sim.isometric.as_mut() {
             iso.collision_mut()
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
             iso.collision_mut()
                 .set_obstacle_thickness(&self.obstacle_thickness);
         }
         cloth
+            .sim
             .collision
             .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
         cloth
+            .sim
             .collision
             .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
@@ -434,10 +431,13 @@ impl World {
         // The groups' shared stages hold the old obstacle soup.
         self.layers.reset(self.cloths.len());
         for c in &mut self.cloths {
-            c.collision
+            c.sim
+                .collision
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-            c.collision.set_obstacle_thickness(&self.obstacle_thickness);
-            if let Some(iso) = c.isometric.as_mut() {
+            c.sim
+                .collision
+                .set_obstacle_thickness(&self.obstacle_thickness);
+            if let Some(iso) = c.sim.isometric.as_mut() {
                 iso.collision_mut()
                     .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
                 iso.collision_mut()
@@ -492,8 +492,8 @@ impl World {
     pub fn state_hash(&self) -> u64 {
         let mut h = StateHasher::new();
         for c in &self.cloths {
-            h.write_vec3s(c.state.positions());
-            h.write_vec3s(c.state.velocities());
+            h.write_vec3s(c.sim.state.positions());
+            h.write_vec3s(c.sim.state.velocities());
         }
         h.finish()
     }

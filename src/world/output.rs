@@ -25,8 +25,11 @@ impl World {
         self.cloths
             .iter()
             .map(|c| {
-                let mut sub =
-                    CollisionAwareSubdivision::new(&c.triangles, c.state.positions(), levels)?;
+                let mut sub = CollisionAwareSubdivision::new(
+                    &c.sim.triangles,
+                    c.sim.state.positions(),
+                    levels,
+                )?;
                 sub.set_obstacles(
                     &self.obstacle_tris,
                     &self.obstacle_x0,
@@ -58,7 +61,7 @@ impl World {
                 &self.obstacle_thickness,
             );
         }
-        let settings = pseudo_step_settings(&c.collision_settings);
-        sub.apply(&settings, c.state.positions(), &self.obstacle_x0)
+        let settings = pseudo_step_settings(&c.sim.collision_settings);
+        sub.apply(&settings, c.sim.state.positions(), &self.obstacle_x0)
     }
 }
