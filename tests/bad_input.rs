@@ -621,26 +621,32 @@ mod rust_api {
         let mut w = world();
         let far = Vec3::splat(1e30);
         refused(&mut w, "pin target 1e30", |w| {
-            w.pin_vertex(0, 0, far, Vec3::ZERO)
+            w.pin_vertex(w.cloth_ids()[0], 0, far, Vec3::ZERO)
         });
         refused(&mut w, "pin velocity 1e30", |w| {
-            w.pin_vertex(0, 0, Vec3::ZERO, far)
+            w.pin_vertex(w.cloth_ids()[0], 0, Vec3::ZERO, far)
         });
         let huge = Pose {
             translation: Vec3::ZERO,
             rotation: Quat::from_xyzw(1e30, 1e30, 1e30, 1e30),
         };
-        refused(&mut w, "quaternion 1e30", |w| w.set_collider_pose(0, huge));
+        refused(&mut w, "quaternion 1e30", |w| {
+            w.set_collider_pose(w.collider_ids()[0], huge)
+        });
         let away = Pose {
             translation: far,
             rotation: Quat::IDENTITY,
         };
-        refused(&mut w, "pose 1e30", |w| w.set_collider_pose(0, away));
+        refused(&mut w, "pose 1e30", |w| {
+            w.set_collider_pose(w.collider_ids()[0], away)
+        });
         let fast = Motion {
             linear_velocity: far,
             angular_velocity: Vec3::ZERO,
         };
-        refused(&mut w, "velocity 1e30", |w| w.set_collider_motion(0, fast));
+        refused(&mut w, "velocity 1e30", |w| {
+            w.set_collider_motion(w.collider_ids()[0], fast)
+        });
         for radius in [1e-30f32, 1e30] {
             let m = refused(&mut w, "sphere radius", |w| {
                 w.add_collider(ColliderDesc {
@@ -653,7 +659,9 @@ mod rust_api {
             assert!(m.contains("radius"), "{m}");
         }
         let masses = vec![1e-30f32; w.cloths()[0].state().len()];
-        refused(&mut w, "masses 1e-30", |w| w.set_cloth_masses(0, &masses));
+        refused(&mut w, "masses 1e-30", |w| {
+            w.set_cloth_masses(w.cloth_ids()[0], &masses)
+        });
         let pose_before = w.colliders()[0].pose();
         w.step(1.0 / 60.0)
             .expect("valid frame after the refused edits");

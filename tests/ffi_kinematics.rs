@@ -148,7 +148,9 @@ fn per_frame_poses_move_the_cloth_like_a_velocity() {
             translation: Vec3::new(START_X + SPEED * dt * frame as f32, 0.0, 0.0),
             rotation: Quat::IDENTITY,
         };
-        jumped.set_collider_pose(0, pose).expect("pose");
+        jumped
+            .set_collider_pose(jumped.collider_ids()[0], pose)
+            .expect("pose");
         jumped.step(dt).expect("step");
     }
     let lag = max_distance(jumped.cloths()[0].state().positions(), &want);

@@ -128,9 +128,11 @@ fn the_host_can_take_a_tracked_vertex_over_or_free_it() {
     let (scene, mut world) = load(SCENE).unwrap_or_else(|e| panic!("{e}"));
     let hold = Vec3::new(0.3, 1.0, 0.3);
     world
-        .pin_vertex(0, 8, hold, Vec3::ZERO)
+        .pin_vertex(world.cloth_ids()[0], 8, hold, Vec3::ZERO)
         .expect("vertex 8 exists");
-    world.unpin_vertex(0, 0).expect("vertex 0 is pinned");
+    world
+        .unpin_vertex(world.cloth_ids()[0], 0)
+        .expect("vertex 0 is pinned");
     assert_eq!(
         world.cloths()[0].pin_tracks()[0].vertices(),
         &[1, 2, 3, 4, 5, 6, 7]
@@ -148,7 +150,9 @@ fn the_host_can_take_a_tracked_vertex_over_or_free_it() {
     for (k, &v) in track.vertices().iter().enumerate() {
         assert_eq!(x[v as usize], track.target_at(k, world.time()));
     }
-    world.clear_pins(0).expect("cloth 0 exists");
+    world
+        .clear_pins(world.cloth_ids()[0])
+        .expect("cloth 0 exists");
     assert!(world.cloths()[0].pin_tracks().is_empty());
 }
 

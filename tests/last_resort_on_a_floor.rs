@@ -103,7 +103,9 @@ fn last_resort_zone_does_not_carry_resting_cloth_through_the_floor() {
         .map(|(i, &m)| if i < lower { m } else { 100.0 * m })
         .collect();
     assert_eq!(masses.len(), vertices);
-    world.set_cloth_masses(0, &masses).expect("valid masses");
+    world
+        .set_cloth_masses(world.cloth_ids()[0], &masses)
+        .expect("valid masses");
 
     let mut last_resorts = 0;
     for frame in 1..=30 {

@@ -61,7 +61,7 @@ fn an_undersized_pool_overflows_once_is_reported_and_changes_nothing() {
         tests_per_triangle: 1,
     };
     small
-        .set_collision_pool_sizes(0, tiny)
+        .set_collision_pool_sizes(small.cloth_ids()[0], tiny)
         .unwrap_or_else(|e| panic!("{e}"));
 
     let (a, a_allocations) = counted_step(&mut sized, dt);

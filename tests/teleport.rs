@@ -7,7 +7,7 @@ use std::path::Path;
 
 use glam::Vec3;
 use weft::scene::Scene;
-use weft::world::{EditError, World};
+use weft::world::{ClothId, EditError, World};
 
 fn world(text: &str) -> (World, f32) {
     let scene =
@@ -53,12 +53,14 @@ fn after_a_teleport_the_future_depends_only_on_the_state_given() {
     steps(&mut a, dt, 15);
     let (x, v) = state(&a);
     steps(&mut a, dt, 15);
-    a.set_cloth_state(0, Some(&x), Some(&v)).unwrap();
+    a.set_cloth_state(a.cloth_ids()[0], Some(&x), Some(&v))
+        .unwrap();
     assert_eq!(state(&a), (x.clone(), v.clone()));
     steps(&mut a, dt, 15);
 
     let (mut b, _) = world(SCENE);
-    b.set_cloth_state(0, Some(&x), Some(&v)).unwrap();
+    b.set_cloth_state(b.cloth_ids()[0], Some(&x), Some(&v))
+        .unwrap();
     steps(&mut b, dt, 15);
     assert_eq!(a.state_hash(), b.state_hash());
 }
@@ -83,7 +85,8 @@ fn a_cloth_teleported_into_a_ball_stays_caught_until_teleported_out() {
     let caught = inside_ball(&through);
     assert_eq!(caught.len(), 11);
     let still = vec![Vec3::ZERO; through.len()];
-    w.set_cloth_state(0, Some(&through), Some(&still)).unwrap();
+    w.set_cloth_state(w.cloth_ids()[0], Some(&through), Some(&still))
+        .unwrap();
     for _ in 0..20 {
         steps(&mut w, dt, 1);
         let (x, v) = state(&w);
@@ -93,7 +96,8 @@ fn a_cloth_teleported_into_a_ball_stays_caught_until_teleported_out() {
         assert!(x.iter().chain(&v).all(|p| p.is_finite()));
     }
     // Teleported back above the ball, the cloth falls onto it and stays outside.
-    w.set_cloth_state(0, Some(&start), Some(&still)).unwrap();
+    w.set_cloth_state(w.cloth_ids()[0], Some(&start), Some(&still))
+        .unwrap();
     for _ in 0..30 {
         steps(&mut w, dt, 1);
         assert!(inside_ball(&state(&w).0).is_empty());
@@ -106,12 +110,14 @@ fn a_softer_material_takes_effect_and_the_same_material_changes_nothing() {
     let (mut reference, _) = world(SCENE);
     let (mut soft, _) = world(SCENE);
     let m = *same.cloths()[0].system().settings();
-    same.set_cloth_material(0, m.membrane, m.bend).unwrap();
+    same.set_cloth_material(same.cloth_ids()[0], m.membrane, m.bend)
+        .unwrap();
     let mut membrane = m.membrane;
     membrane.stretch_u /= 50.0;
     membrane.stretch_v /= 50.0;
     membrane.shear /= 50.0;
-    soft.set_cloth_material(0, membrane, m.bend).unwrap();
+    soft.set_cloth_material(soft.cloth_ids()[0], membrane, m.bend)
+        .unwrap();
     assert_eq!(soft.cloths()[0].system().settings().membrane, membrane);
     steps(&mut same, dt, 30);
     steps(&mut reference, dt, 30);
@@ -135,7 +141,7 @@ fn bad_states_and_materials_are_refused_and_change_nothing() {
     let (x, v) = state(&w);
     let short = &x[1..];
     assert!(matches!(
-        w.set_cloth_state(0, Some(short), None),
+        w.set_cloth_state(w.cloth_ids()[0], Some(short), None),
         Err(EditError::Value {
             what: "positions",
             ..
@@ -143,25 +149,39 @@ fn bad_states_and_materials_are_refused_and_change_nothing() {
     ));
     let mut far = x.clone();
     far[7].y = 2e4;
-    assert!(w.set_cloth_state(0, Some(&far), Some(&v)).is_err());
+    assert!(
+        w.set_cloth_state(w.cloth_ids()[0], Some(&far), Some(&v))
+            .is_err()
+    );
     let mut nan = v.clone();
     nan[3].x = f32::NAN;
-    assert!(w.set_cloth_state(0, Some(&x), Some(&nan)).is_err());
+    assert!(
+        w.set_cloth_state(w.cloth_ids()[0], Some(&x), Some(&nan))
+            .is_err()
+    );
     let mut fast = v.clone();
     fast[3].x = 101.0;
-    let e = w.set_cloth_state(0, None, Some(&fast)).unwrap_err();
+    let e = w
+        .set_cloth_state(w.cloth_ids()[0], None, Some(&fast))
+        .unwrap_err();
     assert!(e.to_string().contains("vertex 3"), "{e}");
-    assert!(matches!(
-        w.set_cloth_state(1, Some(&x), None),
-        Err(EditError::NoCloth { index: 1, count: 1 })
-    ));
+    let never_issued = ClothId::from_parts(7, 1);
+    assert_eq!(
+        w.set_cloth_state(never_issued, Some(&x), None),
+        Err(EditError::NoCloth {
+            cloth: never_issued
+        })
+    );
     let m = *w.cloths()[0].system().settings();
     let mut bad = m.membrane;
     bad.shear = -1.0;
-    assert!(w.set_cloth_material(0, bad, m.bend).is_err());
+    assert!(w.set_cloth_material(w.cloth_ids()[0], bad, m.bend).is_err());
     let mut bend = m.bend;
     bend.damping = f64::NAN;
-    assert!(w.set_cloth_material(0, m.membrane, bend).is_err());
+    assert!(
+        w.set_cloth_material(w.cloth_ids()[0], m.membrane, bend)
+            .is_err()
+    );
     assert_eq!(w.cloths()[0].system().settings().membrane, m.membrane);
     assert_eq!(w.state_hash(), before);
 }

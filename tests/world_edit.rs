@@ -50,17 +50,25 @@ position = [0.0, -0.05, 0.0]
 fn removing_a_collider_leaves_the_world_that_never_had_it() {
     let (mut edited, dt) = world(&format!("{CLOTH}{BALL}{BOX}"));
     let (mut reference, _) = world(&format!("{CLOTH}{BOX}"));
-    edited.remove_collider(0).unwrap();
+    let ball = edited.collider_ids()[0];
+    let kept = edited.collider_ids()[1];
+    edited.remove_collider(ball).unwrap();
     assert_eq!(edited.colliders().len(), 1);
     assert_eq!(edited.obstacles().len(), 1);
     assert_eq!(edited.colliders()[0].obstacle(), 0);
+    assert_eq!(
+        edited.collider_ids(),
+        &[kept],
+        "the other collider keeps its id"
+    );
     steps(&mut edited, dt, 40);
     steps(&mut reference, dt, 40);
     assert_eq!(edited.state_hash(), reference.state_hash());
-    assert!(matches!(
-        edited.remove_collider(1),
-        Err(EditError::NoCollider { index: 1, count: 1 })
-    ));
+    assert_eq!(
+        edited.remove_collider(ball),
+        Err(EditError::NoCollider { collider: ball }),
+        "a removed collider's id is refused"
+    );
 }
 
 #[test]
@@ -68,7 +76,15 @@ fn removing_a_cloth_leaves_the_world_that_never_had_it() {
     let far = CLOTH.replace("[0.0, 0.3, 0.0]", "[5.0, 0.3, 0.0]");
     let (mut edited, dt) = world(&format!("{far}{CLOTH}{BOX}"));
     let (mut reference, _) = world(&format!("{CLOTH}{BOX}"));
-    edited.remove_cloth(0).unwrap();
+    let far_cloth = edited.cloth_ids()[0];
+    let kept = edited.cloth_ids()[1];
+    edited.remove_cloth(far_cloth).unwrap();
+    assert_eq!(edited.cloth_ids(), &[kept], "the other cloth keeps its id");
+    assert!(edited.cloth(far_cloth).is_none());
+    assert!(matches!(
+        edited.remove_cloth(far_cloth),
+        Err(EditError::NoCloth { .. })
+    ));
     steps(&mut edited, dt, 20);
     steps(&mut reference, dt, 20);
     assert_eq!(edited.state_hash(), reference.state_hash());
@@ -78,12 +94,13 @@ fn removing_a_cloth_leaves_the_world_that_never_had_it() {
 fn the_same_masses_change_nothing_and_bad_masses_are_refused() {
     let (mut edited, dt) = world(&format!("{CLOTH}{BOX}"));
     let (mut reference, _) = world(&format!("{CLOTH}{BOX}"));
+    let cloth = edited.cloth_ids()[0];
     let masses = edited.cloths()[0].state().masses().to_vec();
-    edited.set_cloth_masses(0, &masses).unwrap();
+    edited.set_cloth_masses(cloth, &masses).unwrap();
     let mut bad = masses.clone();
     bad[4] = f32::NAN;
-    assert!(edited.set_cloth_masses(0, &bad).is_err());
-    assert!(edited.set_cloth_masses(0, &masses[1..]).is_err());
+    assert!(edited.set_cloth_masses(cloth, &bad).is_err());
+    assert!(edited.set_cloth_masses(cloth, &masses[1..]).is_err());
     steps(&mut edited, dt, 20);
     steps(&mut reference, dt, 20);
     assert_eq!(edited.state_hash(), reference.state_hash());
@@ -92,31 +109,32 @@ fn the_same_masses_change_nothing_and_bad_masses_are_refused() {
 #[test]
 fn a_moving_pin_target_is_reached_at_the_end_of_the_frame() {
     let (mut w, dt) = world(CLOTH);
+    let cloth = w.cloth_ids()[0];
     let start = w.cloths()[0].state().positions()[0];
     let velocity = Vec3::new(0.3, 0.6, -0.2);
-    w.pin_vertex(0, 0, start, velocity).unwrap();
+    w.pin_vertex(cloth, 0, start, velocity).unwrap();
     steps(&mut w, dt, 1);
     let end = w.cloths()[0].state().positions()[0];
     let want = start + velocity * dt;
     assert!((end - want).length() < 1e-6, "pin at {end}, target {want}");
     // Re-pinning keeps one entry; unpinning frees the vertex.
-    w.pin_vertex(0, 0, end, Vec3::ZERO).unwrap();
+    w.pin_vertex(cloth, 0, end, Vec3::ZERO).unwrap();
     assert_eq!(w.cloths()[0].pins().len(), 1);
-    w.unpin_vertex(0, 0).unwrap();
+    w.unpin_vertex(cloth, 0).unwrap();
     assert!(!w.cloths()[0].state().is_pinned(0));
     assert!(matches!(
-        w.unpin_vertex(0, 0),
+        w.unpin_vertex(cloth, 0),
         Err(EditError::NotPinned { .. })
     ));
     assert!(matches!(
-        w.pin_vertex(0, 81, end, Vec3::ZERO),
+        w.pin_vertex(cloth, 81, end, Vec3::ZERO),
         Err(EditError::VertexOutOfRange {
             vertex: 81,
             count: 81,
             ..
         })
     ));
-    assert!(w.pin_vertex(0, 0, Vec3::NAN, Vec3::ZERO).is_err());
+    assert!(w.pin_vertex(cloth, 0, Vec3::NAN, Vec3::ZERO).is_err());
 }
 
 #[test]

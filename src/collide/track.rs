@@ -66,16 +66,6 @@ pub enum TrackError {
         /// The value and the range.
         message: String,
     },
-    /// The body to animate does not exist.
-    #[error("no {what} {index} to animate (the world has {count})")]
-    NoBody {
-        /// "collider" or "obstacle".
-        what: &'static str,
-        /// The index given.
-        index: usize,
-        /// How many there are.
-        count: usize,
-    },
 }
 
 /// Keyframed poses, sorted by time.

@@ -14,7 +14,7 @@ use super::boundary::{ffi_boundary, try_mut};
 use super::desc::{ClothSpec, first_size, init_sized, read_sized, weft_cloth_desc};
 use super::handles::weft_cloth;
 use super::status::{FfiError, weft_status};
-use super::world::weft_world;
+use super::world::{cloth_of, weft_world};
 
 /// Fills `*out` with the default cloth settings of weft 0.1's `weft_cloth_desc` (its first
 /// 352 bytes, `size` = 352): the entry point of hosts built against the 0.1 header. The
@@ -103,15 +103,10 @@ pub unsafe extern "C" fn weft_cloth_destroy(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_destroy", {
         let w = try_mut!(world, "world");
-        let index = w.cloth(cloth)?.index;
+        let index = w.cloth(cloth)?.id;
         // The cloth is dropped in the pool too (its buffers are plain data).
         w.in_pool(|world| world.remove_cloth(index).map(drop))?;
         w.cloths.remove(cloth.index, cloth.generation);
-        for e in w.cloths.values_mut() {
-            if e.index > index {
-                e.index -= 1;
-            }
-        }
         Ok(())
     })
 }
@@ -130,8 +125,8 @@ pub unsafe extern "C" fn weft_cloth_vertex_count(
     ffi_boundary!("weft_cloth_vertex_count", {
         let w = try_mut!(world, "world");
         let out = try_mut!(out, "out");
-        let index = w.cloth(cloth)?.index;
-        *out = w.world.cloths()[index].state().len() as u32;
+        let index = w.cloth(cloth)?.id;
+        *out = cloth_of(&w.world, index)?.state().len() as u32;
         Ok(())
     })
 }
@@ -185,8 +180,8 @@ pub unsafe extern "C" fn weft_cloth_set_pins(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_set_pins", {
         let w = try_mut!(world, "world");
-        let index = w.cloth(cloth)?.index;
-        let n = w.world.cloths()[index].state().len();
+        let index = w.cloth(cloth)?.id;
+        let n = cloth_of(&w.world, index)?.state().len();
         // SAFETY: forwarded from this function's contract.
         let vs = unsafe { read_vertices(vertices, count, n)? };
         let goals: Option<&[f32]> = if targets.is_null() {
@@ -205,7 +200,7 @@ pub unsafe extern "C" fn weft_cloth_set_pins(
             Some(t)
         };
         for (k, &v) in vs.iter().enumerate() {
-            let c = &w.world.cloths()[index];
+            let c = &cloth_of(&w.world, index)?;
             let held = match c.pins().iter().find(|p| p.vertex == v) {
                 Some(p) => p.target,
                 None => c.state().positions()[v as usize],
@@ -236,8 +231,8 @@ pub unsafe extern "C" fn weft_cloth_unpin(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_unpin", {
         let w = try_mut!(world, "world");
-        let index = w.cloth(cloth)?.index;
-        let c = &w.world.cloths()[index];
+        let index = w.cloth(cloth)?.id;
+        let c = &cloth_of(&w.world, index)?;
         // SAFETY: forwarded from this function's contract.
         let vs = unsafe { read_vertices(vertices, count, c.state().len())? };
         if let Some(&v) = vs.iter().find(|&&v| !c.state().is_pinned(v as usize)) {
@@ -245,7 +240,7 @@ pub unsafe extern "C" fn weft_cloth_unpin(
         }
         for &v in vs {
             // A vertex listed twice is already free the second time.
-            if w.world.cloths()[index].state().is_pinned(v as usize) {
+            if cloth_of(&w.world, index)?.state().is_pinned(v as usize) {
                 w.world.unpin_vertex(index, v)?;
             }
         }
@@ -268,7 +263,7 @@ pub unsafe extern "C" fn weft_cloth_clear_pins(
         let w = try_mut!(world, "world");
         let e = w.cloth(cloth)?;
         e.pending_pins.clear();
-        let index = e.index;
+        let index = e.id;
         w.world.clear_pins(index)?;
         Ok(())
     })
@@ -290,8 +285,8 @@ pub unsafe extern "C" fn weft_cloth_set_collides_with(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_set_collides_with", {
         let w = try_mut!(world, "world");
-        let a = w.cloth(cloth)?.index;
-        let b = w.cloth(other)?.index;
+        let a = w.cloth(cloth)?.id;
+        let b = w.cloth(other)?.id;
         if collide > 1 {
             return Err(FfiError::invalid(format!(
                 "collide must be 0 or 1, got {collide}"
@@ -313,7 +308,7 @@ fn normals(w: &mut weft_world, cloth: weft_cloth) -> Result<&[Vec3], FfiError> {
         ));
     };
     if e.normals_frame != Some(frame) {
-        let c = &w.world.cloths()[e.index];
+        let c = &cloth_of(&w.world, e.id)?;
         let x = c.state().positions();
         e.normals.fill(Vec3::ZERO);
         for t in c.triangles() {
@@ -343,10 +338,10 @@ enum Field {
 }
 
 fn field(w: &mut weft_world, cloth: weft_cloth, f: Field) -> Result<&[Vec3], FfiError> {
-    let index = w.cloth(cloth)?.index;
+    let index = w.cloth(cloth)?.id;
     match f {
-        Field::Positions => Ok(w.world.cloths()[index].state().positions()),
-        Field::Velocities => Ok(w.world.cloths()[index].state().velocities()),
+        Field::Positions => Ok(cloth_of(&w.world, index)?.state().positions()),
+        Field::Velocities => Ok(cloth_of(&w.world, index)?.state().velocities()),
         Field::Normals => normals(w, cloth),
     }
 }
@@ -511,8 +506,8 @@ pub unsafe extern "C" fn weft_cloth_triangle_count(
     ffi_boundary!("weft_cloth_triangle_count", {
         let w = try_mut!(world, "world");
         let out = try_mut!(out, "out");
-        let index = w.cloth(cloth)?.index;
-        *out = w.world.cloths()[index].triangles().len() as u32;
+        let index = w.cloth(cloth)?.id;
+        *out = cloth_of(&w.world, index)?.triangles().len() as u32;
         Ok(())
     })
 }
@@ -538,8 +533,8 @@ pub unsafe extern "C" fn weft_cloth_triangles(
         let w = try_mut!(world, "world");
         let out = try_mut!(out, "out");
         let out_count = try_mut!(out_count, "out_count");
-        let index = w.cloth(cloth)?.index;
-        let t = w.world.cloths()[index].triangles();
+        let index = w.cloth(cloth)?.id;
+        let t = cloth_of(&w.world, index)?.triangles();
         *out = t.as_ptr().cast();
         *out_count = t.len() as u32;
         Ok(())
@@ -563,8 +558,8 @@ pub unsafe extern "C" fn weft_cloth_copy_triangles(
         if out.is_null() {
             return Err(FfiError::null("out"));
         }
-        let index = w.cloth(cloth)?.index;
-        let t = w.world.cloths()[index].triangles();
+        let index = w.cloth(cloth)?.id;
+        let t = cloth_of(&w.world, index)?.triangles();
         if (capacity as usize) < t.len() {
             return Err(FfiError::new(
                 weft_status::WEFT_STATUS_BUFFER_TOO_SMALL,

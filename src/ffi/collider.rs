@@ -110,28 +110,11 @@ pub unsafe extern "C" fn weft_collider_destroy(
     ffi_boundary!("weft_collider_destroy", {
         let w = try_mut!(world, "world");
         let kind = w.collider(collider)?.kind;
-        // The obstacle index the removal frees, to renumber what follows.
-        let obstacle = match kind {
-            ColliderKind::Analytic(i) => {
-                let o = w.world.colliders()[i].obstacle();
-                w.in_pool(|world| world.remove_collider(i))?;
-                o
-            }
-            ColliderKind::Mesh(o) => {
-                w.in_pool(|world| world.remove_obstacle(o))?;
-                o
-            }
-        };
-        w.colliders.remove(collider.index, collider.generation);
-        for e in w.colliders.values_mut() {
-            e.kind = match (e.kind, kind) {
-                (ColliderKind::Analytic(j), ColliderKind::Analytic(i)) if j > i => {
-                    ColliderKind::Analytic(j - 1)
-                }
-                (ColliderKind::Mesh(j), _) if j > obstacle => ColliderKind::Mesh(j - 1),
-                (k, _) => k,
-            };
+        match kind {
+            ColliderKind::Analytic(id) => w.in_pool(|world| world.remove_collider(id))?,
+            ColliderKind::Mesh(id) => w.in_pool(|world| world.remove_obstacle(id))?,
         }
+        w.colliders.remove(collider.index, collider.generation);
         Ok(())
     })
 }

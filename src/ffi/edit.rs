@@ -10,7 +10,7 @@ use super::boundary::{ffi_boundary, try_mut, try_ref};
 use super::desc::{range, read_pose, weft_material, weft_pose, weft_wind};
 use super::handles::{weft_cloth, weft_collider};
 use super::status::{FfiError, weft_status};
-use super::world::{ColliderKind, weft_world};
+use super::world::{ColliderKind, cloth_of, weft_world};
 use crate::collide::track::{Keyframe, Track};
 use crate::model::baraff_witkin::{BendParams, MembraneParams};
 use crate::world::Animated;
@@ -83,11 +83,11 @@ pub unsafe extern "C" fn weft_cloth_set_state(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_set_state", {
         let w = try_mut!(world, "world");
-        let index = w.cloth(cloth)?.index;
+        let index = w.cloth(cloth)?.id;
         if positions.is_null() && velocities.is_null() {
             return Err(FfiError::null("positions` and `velocities"));
         }
-        let n = w.world.cloths()[index].state().len();
+        let n = cloth_of(&w.world, index)?.state().len();
         if count as usize != n {
             return Err(FfiError::invalid(format!(
                 "`count` is {count}, the cloth has {n} vertices"
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn weft_cloth_set_material(
     ffi_boundary!("weft_cloth_set_material", {
         let w = try_mut!(world, "world");
         let m = try_ref!(material, "material");
-        let index = w.cloth(cloth)?.index;
+        let index = w.cloth(cloth)?.id;
         for (v, what) in m.named_values() {
             if !v.is_finite() {
                 return Err(FfiError::non_finite(what));
@@ -202,8 +202,8 @@ pub unsafe extern "C" fn weft_cloth_material(
     ffi_boundary!("weft_cloth_material", {
         let w = try_mut!(world, "world");
         let out = try_mut!(out, "out");
-        let index = w.cloth(cloth)?.index;
-        let s = w.world.cloths()[index].system().settings();
+        let index = w.cloth(cloth)?.id;
+        let s = cloth_of(&w.world, index)?.system().settings();
         *out = weft_material::from_params(&s.membrane, &s.bend);
         Ok(())
     })
@@ -328,8 +328,8 @@ pub unsafe extern "C" fn weft_cloth_set_pin_track(
 ) -> weft_status {
     ffi_boundary!("weft_cloth_set_pin_track", {
         let w = try_mut!(world, "world");
-        let index = w.cloth(cloth)?.index;
-        let n = w.world.cloths()[index].state().len();
+        let index = w.cloth(cloth)?.id;
+        let n = cloth_of(&w.world, index)?.state().len();
         // SAFETY: forwarded from this function's contract.
         let vs = unsafe { super::cloth::read_vertices(vertices, count, n)? };
         if pivot.is_null() {

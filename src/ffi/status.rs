@@ -95,7 +95,7 @@ impl From<ClothError> for FfiError {
 impl From<EditError> for FfiError {
     fn from(e: EditError) -> Self {
         let status = match e {
-            // The handle tables keep world indices valid: reaching one of these
+            // The handle tables keep world ids valid: reaching one of these
             // means a handle outlived its object.
             EditError::NoCloth { .. }
             | EditError::NoCollider { .. }

@@ -13,20 +13,28 @@ use super::desc::{
     WEFT_MAX_THREADS, check_size, first_size, init_sized, read_sized, weft_scene_info,
     weft_step_stats, weft_world_desc, write_sized,
 };
-use super::handles::{HandleTable, weft_cloth, weft_collider};
+use super::handles::{weft_cloth, weft_collider};
 use super::status::{FfiError, weft_status};
 use crate::collide::shapes::{Motion, Pose};
-use crate::world::{World, motion_between};
+use crate::world::ids::SlotTable;
+use crate::world::{Cloth, ClothId, ColliderId, ObstacleId, World, motion_between};
 
 /// Ids of worlds created so far; a world's id tags its handles so a handle
 /// from another world is refused. Only ever incremented (never tuning state).
 static NEXT_WORLD_ID: AtomicU32 = AtomicU32::new(1);
 
+/// The world's cloth `id` (an entry's: the C world removes both together).
+pub(crate) fn cloth_of(world: &World, id: ClothId) -> Result<&Cloth, FfiError> {
+    world
+        .cloth(id)
+        .ok_or_else(|| FfiError::invalid(format!("{id} has a handle but no cloth")))
+}
+
 /// A cloth as the C side tracks it.
 #[derive(Debug)]
 pub(crate) struct ClothEntry {
-    /// Index in [`World::cloths`].
-    pub(crate) index: usize,
+    /// The world's id of the cloth.
+    pub(crate) id: ClothId,
     /// Area-weighted vertex normals, sized at creation.
     pub(crate) normals: Vec<Vec3>,
     /// The frame the normals were computed at.
@@ -42,10 +50,10 @@ pub(crate) struct ClothEntry {
 /// Which world list a collider lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ColliderKind {
-    /// An analytic collider: index in [`World::colliders`].
-    Analytic(usize),
-    /// A triangle-mesh obstacle: index in [`World::obstacles`].
-    Mesh(usize),
+    /// An analytic collider of [`World::colliders`].
+    Analytic(ColliderId),
+    /// A triangle-mesh obstacle of [`World::obstacles`].
+    Mesh(ObstacleId),
 }
 
 /// A collider as the C side tracks it.
@@ -117,8 +125,8 @@ pub struct weft_world {
     pub(crate) id: u32,
     pub(crate) world: World,
     pool: Option<WorkerPool>,
-    pub(crate) cloths: HandleTable<ClothEntry>,
-    pub(crate) colliders: HandleTable<ColliderEntry>,
+    pub(crate) cloths: SlotTable<ClothEntry>,
+    pub(crate) colliders: SlotTable<ColliderEntry>,
 }
 
 impl weft_world {
@@ -149,20 +157,20 @@ impl weft_world {
             id,
             world,
             pool,
-            cloths: HandleTable::default(),
-            colliders: HandleTable::default(),
+            cloths: SlotTable::default(),
+            colliders: SlotTable::default(),
         };
         // Objects a scene created already: handles in world order.
-        for index in 0..w.world.cloths().len() {
-            w.track_cloth(index)?;
+        for id in w.world.cloth_ids().to_vec() {
+            w.track_cloth(id)?;
         }
-        for index in 0..w.world.colliders().len() {
-            w.track_collider(ColliderKind::Analytic(index))?;
+        for id in w.world.collider_ids().to_vec() {
+            w.track_collider(ColliderKind::Analytic(id))?;
         }
         let owned: Vec<usize> = w.world.colliders().iter().map(|c| c.obstacle()).collect();
-        for index in 0..w.world.obstacles().len() {
+        for (index, id) in w.world.obstacle_ids().to_vec().into_iter().enumerate() {
             if !owned.contains(&index) {
-                w.track_collider(ColliderKind::Mesh(index))?;
+                w.track_collider(ColliderKind::Mesh(id))?;
             }
         }
         Ok(w)
@@ -178,11 +186,11 @@ impl weft_world {
         }
     }
 
-    /// Issues a handle for world cloth `index`.
-    pub(crate) fn track_cloth(&mut self, index: usize) -> Result<weft_cloth, FfiError> {
-        let n = self.world.cloths()[index].state().len();
+    /// Issues a handle for world cloth `id`.
+    pub(crate) fn track_cloth(&mut self, id: ClothId) -> Result<weft_cloth, FfiError> {
+        let n = self.world.cloth(id).map_or(0, |c| c.state().len());
         let entry = ClothEntry {
-            index,
+            id,
             normals: vec![Vec3::ZERO; n],
             normals_frame: None,
             pending_pins: Vec::new(),
@@ -273,7 +281,7 @@ impl weft_world {
         // pass (and nothing is allocated): check, then apply.
         for e in self.cloths.iter().map(|(_, _, e)| e) {
             for &(vertex, goal) in &e.pending_pins {
-                self.pin_motion(e.index, vertex, goal, dt)?;
+                self.pin_motion(e.id, vertex, goal, dt)?;
             }
         }
         for e in self.colliders.iter().map(|(_, _, e)| e) {
@@ -283,7 +291,7 @@ impl weft_world {
         }
         // Nothing is refused from here on.
         for e in self.cloths.values_mut() {
-            let c = &self.world.cloths()[e.index];
+            let c = &cloth_of(&self.world, e.id)?;
             e.backup_x.copy_from_slice(c.state().positions());
             e.backup_v.copy_from_slice(c.state().velocities());
         }
@@ -292,7 +300,7 @@ impl weft_world {
             let Some(e) = self.cloths.slot(k) else {
                 continue;
             };
-            let cloth = e.index;
+            let cloth = e.id;
             for p in 0..e.pending_pins.len() {
                 let Some(e) = self.cloths.slot(k) else { break };
                 let (vertex, goal) = e.pending_pins[p];
@@ -318,7 +326,7 @@ impl weft_world {
         // Targets reached: hold them exactly, motion stops until the next pose.
         for e in self.cloths.values_mut() {
             for &(vertex, goal) in &e.pending_pins {
-                self.world.pin_vertex(e.index, vertex, goal, Vec3::ZERO)?;
+                self.world.pin_vertex(e.id, vertex, goal, Vec3::ZERO)?;
             }
             e.pending_pins.clear();
         }
@@ -341,7 +349,10 @@ impl weft_world {
             Ok(stats) => Ok(weft_step_stats::from_stats(&stats)),
             Err(e) => {
                 for entry in self.cloths.iter().map(|(_, _, e)| e) {
-                    let c = &mut self.world.cloths[entry.index];
+                    let Ok(i) = self.world.cloth_place(entry.id) else {
+                        continue;
+                    };
+                    let c = &mut self.world.cloths[i];
                     let (x, v) = c.sim.state.positions_velocities_mut();
                     x.copy_from_slice(&entry.backup_x);
                     v.copy_from_slice(&entry.backup_v);
@@ -363,12 +374,12 @@ impl weft_world {
     /// `goal` in `dt`, checked against `limits::MAX_SPEED`.
     fn pin_motion(
         &self,
-        cloth: usize,
+        cloth: ClothId,
         vertex: u32,
         goal: Vec3,
         dt: f32,
     ) -> Result<(Vec3, Vec3), FfiError> {
-        let now = self.world.cloths()[cloth]
+        let now = cloth_of(&self.world, cloth)?
             .pins()
             .iter()
             .find(|p| p.vertex == vertex)
@@ -392,9 +403,10 @@ impl weft_world {
     /// against `limits::MAX_SPEED` and `limits::MAX_ANGULAR_SPEED`.
     fn body_motion(&self, kind: ColliderKind, goal: Pose, dt: f32) -> Result<Motion, FfiError> {
         let now = match kind {
-            ColliderKind::Analytic(i) => self.world.colliders()[i].pose(),
-            ColliderKind::Mesh(i) => self.world.obstacles()[i].pose(),
-        };
+            ColliderKind::Analytic(id) => self.world.collider(id).map(|c| c.pose()),
+            ColliderKind::Mesh(id) => self.world.obstacle(id).map(|o| o.pose()),
+        }
+        .ok_or_else(|| FfiError::invalid("a collider handle has no body"))?;
         let motion = motion_between(&now, &goal, dt);
         crate::world::check_motion(&motion).map_err(|e| {
             FfiError::invalid(format!(
@@ -590,12 +602,12 @@ pub unsafe extern "C" fn weft_world_cloths(
         if out.is_null() {
             return Err(FfiError::null("out"));
         }
-        let mut handles: Vec<(usize, weft_cloth)> = w
+        let mut handles: Vec<(Option<usize>, weft_cloth)> = w
             .cloths
             .iter()
             .map(|(index, generation, e)| {
                 (
-                    e.index,
+                    w.world.cloth_place(e.id).ok(),
                     weft_cloth {
                         world: w.id,
                         index,
@@ -639,13 +651,13 @@ pub unsafe extern "C" fn weft_world_colliders(
         if out.is_null() {
             return Err(FfiError::null("out"));
         }
-        let mut handles: Vec<((u8, usize), weft_collider)> = w
+        let mut handles: Vec<((u8, Option<usize>), weft_collider)> = w
             .colliders
             .iter()
             .map(|(index, generation, e)| {
                 let key = match e.kind {
-                    ColliderKind::Analytic(i) => (0, i),
-                    ColliderKind::Mesh(i) => (1, i),
+                    ColliderKind::Analytic(id) => (0, w.world.collider_place(id).ok()),
+                    ColliderKind::Mesh(id) => (1, w.world.obstacle_place(id).ok()),
                 };
                 (
                     key,

@@ -601,9 +601,10 @@ impl Scene {
                     })?;
             }
         }
+        let cloths = world.cloth_ids().to_vec();
         for &[a, b] in &self.apart {
             world
-                .set_cloths_collide(a, b, false)
+                .set_cloths_collide(cloths[a], cloths[b], false)
                 .expect("the scene checked both names and the cloths were just added");
         }
         let mut colliders: Vec<(SpawnOrder, ColliderDesc, Option<Track>)> = self

@@ -1,6 +1,7 @@
 //! Colliders (analytic shapes, tessellated for the collision stage) and triangle-mesh obstacles,
 //! their descriptors and the range checks of poses, motions and shapes.
 
+use super::ids::{ColliderId, ObstacleId};
 use glam::{Vec2, Vec3};
 
 use crate::collide::shapes::{Motion, Pose, Shape};
@@ -70,9 +71,16 @@ impl Obstacle {
 /// A body a keyframe [`Track`] can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Animated {
-    /// An analytic collider (and its tessellation), by index.
+    /// An analytic collider (and its tessellation).
+    Collider(ColliderId),
+    /// A triangle-mesh obstacle.
+    Obstacle(ObstacleId),
+}
+
+/// A keyframed body by its place in the world's lists (renumbered on removal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Body {
     Collider(usize),
-    /// A triangle-mesh obstacle, by index.
     Obstacle(usize),
 }
 

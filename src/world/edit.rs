@@ -13,75 +13,70 @@ use crate::model::baraff_witkin::{BendParams, MembraneParams};
 use crate::state::ClothState;
 
 use super::World;
-use super::bodies::{Animated, check_motion, check_pose};
+use super::bodies::{Body, check_motion, check_pose};
 use super::cloth::Cloth;
+use super::ids::{ClothId, ColliderId, ObstacleId};
 
 /// Why an edit of a world's contents (removal, pins, masses, poses) failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EditError {
-    /// No cloth has this index.
-    #[error("no cloth {index} (the world has {count})")]
+    /// No cloth of this world has this id (removed, or never issued by it).
+    #[error("no {cloth} in this world")]
     NoCloth {
-        /// The index asked for.
-        index: usize,
-        /// Cloths in the world.
-        count: usize,
+        /// The id given.
+        cloth: ClothId,
     },
     /// A cloth pair setting names one cloth twice (a cloth's own collisions are its
     /// self-collision setting).
-    #[error("cloth {index} paired with itself")]
+    #[error("{cloth} paired with itself")]
     SameCloth {
         /// The cloth.
-        index: usize,
+        cloth: ClothId,
     },
-    /// No collider has this index.
-    #[error("no collider {index} (the world has {count})")]
+    /// No collider of this world has this id (removed, or never issued by it).
+    #[error("no {collider} in this world")]
     NoCollider {
-        /// The index asked for.
-        index: usize,
-        /// Colliders in the world.
-        count: usize,
+        /// The id given.
+        collider: ColliderId,
     },
-    /// No obstacle has this index.
-    #[error("no obstacle {index} (the world has {count})")]
+    /// No obstacle of this world has this id (removed, or never issued by it).
+    #[error("no {obstacle} in this world")]
     NoObstacle {
-        /// The index asked for.
-        index: usize,
-        /// Obstacles in the world.
-        count: usize,
+        /// The id given.
+        obstacle: ObstacleId,
     },
     /// The obstacle is an analytic collider's tessellation: remove or move the collider.
-    #[error("obstacle {index} belongs to collider {collider}; edit the collider instead")]
+    #[error("{obstacle} belongs to {collider}; edit the collider instead")]
     OwnedByCollider {
         /// The obstacle.
-        index: usize,
+        obstacle: ObstacleId,
         /// Its collider.
-        collider: usize,
+        collider: ColliderId,
     },
     /// A vertex index is out of range.
-    #[error("vertex {vertex} out of range (cloth {cloth} has {count} vertices)")]
+    #[error("vertex {vertex} out of range ({cloth} has {count} vertices)")]
     VertexOutOfRange {
         /// The cloth.
-        cloth: usize,
+        cloth: ClothId,
         /// The vertex asked for.
         vertex: u32,
         /// Vertices of the cloth.
         count: usize,
     },
     /// The vertex is not pinned.
-    #[error("vertex {vertex} of cloth {cloth} is not pinned")]
+    #[error("vertex {vertex} of {cloth} is not pinned")]
     NotPinned {
         /// The cloth.
-        cloth: usize,
+        cloth: ClothId,
         /// The vertex.
         vertex: u32,
     },
     /// The edit does not apply to the cloth's model (a Baraff–Witkin material on an isometric
     /// cloth).
-    #[error("cloth {cloth}: {message}")]
+    #[error("{cloth}: {message}")]
     WrongModel {
         /// The cloth.
-        cloth: usize,
+        cloth: ClothId,
         /// What does not apply, and what to use instead.
         message: &'static str,
     },
@@ -99,40 +94,48 @@ pub enum EditError {
 /// collider and obstacle poses and motions. All of them run between frames and
 /// may allocate; none is called by [`World::step`].
 impl World {
-    fn cloth_mut(&mut self, index: usize) -> Result<&mut Cloth, EditError> {
-        let count = self.cloths.len();
-        self.cloths
-            .get_mut(index)
-            .ok_or(EditError::NoCloth { index, count })
+    /// The place of cloth `id` in [`World::cloths`].
+    pub(crate) fn cloth_place(&self, id: ClothId) -> Result<usize, EditError> {
+        self.cloth_ids
+            .place(id)
+            .ok_or(EditError::NoCloth { cloth: id })
     }
 
-    fn check_collider(&self, index: usize) -> Result<(), EditError> {
-        if index < self.colliders.len() {
-            Ok(())
-        } else {
-            Err(EditError::NoCollider {
-                index,
-                count: self.colliders.len(),
-            })
-        }
+    fn cloth_mut(&mut self, id: ClothId) -> Result<&mut Cloth, EditError> {
+        let i = self.cloth_place(id)?;
+        Ok(&mut self.cloths[i])
     }
 
-    fn check_free_obstacle(&self, index: usize) -> Result<(), EditError> {
-        if index >= self.obstacles.len() {
-            return Err(EditError::NoObstacle {
-                index,
-                count: self.obstacles.len(),
-            });
-        }
+    /// The place of collider `id` in [`World::colliders`].
+    pub(crate) fn collider_place(&self, id: ColliderId) -> Result<usize, EditError> {
+        self.collider_ids
+            .place(id)
+            .ok_or(EditError::NoCollider { collider: id })
+    }
+
+    /// The place of obstacle `id` in [`World::obstacles`].
+    pub(crate) fn obstacle_place(&self, id: ObstacleId) -> Result<usize, EditError> {
+        self.obstacle_ids
+            .place(id)
+            .ok_or(EditError::NoObstacle { obstacle: id })
+    }
+
+    /// The place of obstacle `id`, refused when it is a collider's tessellation.
+    fn free_obstacle_place(&self, id: ObstacleId) -> Result<usize, EditError> {
+        let index = self.obstacle_place(id)?;
         match self.colliders.iter().position(|c| c.obstacle == index) {
-            Some(collider) => Err(EditError::OwnedByCollider { index, collider }),
-            None => Ok(()),
+            Some(c) => Err(EditError::OwnedByCollider {
+                obstacle: id,
+                collider: self.collider_ids.as_slice()[c],
+            }),
+            None => Ok(index),
         }
     }
 
-    /// Removes cloth `index`; later cloths move down one index.
-    pub fn remove_cloth(&mut self, index: usize) -> Result<Cloth, EditError> {
-        self.cloth_mut(index)?;
+    /// Removes cloth `id`; the other cloths keep their ids and their order.
+    pub fn remove_cloth(&mut self, id: ClothId) -> Result<Cloth, EditError> {
+        let index = self.cloth_place(id)?;
+        self.cloth_ids.remove(id);
         let cloth = self.cloths.remove(index);
         self.layers.remove_cloth(index as u32);
         self.layers.reset(self.cloths.len());
@@ -143,18 +146,20 @@ impl World {
     /// of a world do; `docs/methods/cloth-layers.md`): `false` for a lining sewn to its shell,
     /// whose layers may touch and cross where the seams hold them. Symmetric; each cloth's
     /// self-collision is its own setting (`CollisionSettings::self_collision`). Refused, changing
-    /// nothing, when either index is out of range or `a == b`.
+    /// nothing, when either id names no cloth of this world or `a == b`.
+    ///
+    /// The pair is kept by the cloths' places in [`World::cloths`], which removals renumber.
     pub fn set_cloths_collide(
         &mut self,
-        a: usize,
-        b: usize,
+        a: ClothId,
+        b: ClothId,
         collide: bool,
     ) -> Result<(), EditError> {
-        self.cloth_mut(a)?;
-        self.cloth_mut(b)?;
+        let (ia, ib) = (self.cloth_place(a)?, self.cloth_place(b)?);
         if a == b {
-            return Err(EditError::SameCloth { index: a });
+            return Err(EditError::SameCloth { cloth: a });
         }
+        let (a, b) = (ia, ib);
         let key = [a.min(b) as u32, a.max(b) as u32];
         let apart = &mut self.layers.apart;
         match (apart.binary_search(&key), collide) {
@@ -168,29 +173,30 @@ impl World {
     }
 
     /// Whether cloths `a` and `b` collide with each other ([`World::set_cloths_collide`]);
-    /// `None` when either index is out of range.
+    /// `None` when either id names no cloth of this world.
     #[must_use]
-    pub fn cloths_collide(&self, a: usize, b: usize) -> Option<bool> {
-        (a < self.cloths.len() && b < self.cloths.len())
-            .then(|| a != b && !self.layers.kept_apart(a as u32, b as u32))
+    pub fn cloths_collide(&self, a: ClothId, b: ClothId) -> Option<bool> {
+        let (ia, ib) = (self.cloth_ids.place(a)?, self.cloth_ids.place(b)?);
+        Some(ia != ib && !self.layers.kept_apart(ia as u32, ib as u32))
     }
 
-    /// Removes analytic collider `index` and its tessellated obstacle; later
-    /// colliders and obstacles move down one index.
-    pub fn remove_collider(&mut self, index: usize) -> Result<(), EditError> {
-        self.check_collider(index)?;
+    /// Removes analytic collider `id` and its tessellated obstacle; the other colliders and
+    /// obstacles keep their ids and their order.
+    pub fn remove_collider(&mut self, id: ColliderId) -> Result<(), EditError> {
+        let index = self.collider_place(id)?;
+        self.collider_ids.remove(id);
         let collider = self.colliders.remove(index);
-        self.renumber_tracks(Animated::Collider(index));
+        self.renumber_tracks(Body::Collider(index));
         self.remove_obstacle_at(collider.obstacle);
         self.collider_views = Vec::with_capacity(self.colliders.len());
         self.collider_vertices = Vec::with_capacity(self.colliders.len());
         Ok(())
     }
 
-    /// Removes triangle-mesh obstacle `index` (not one owned by a collider);
-    /// later obstacles move down one index.
-    pub fn remove_obstacle(&mut self, index: usize) -> Result<(), EditError> {
-        self.check_free_obstacle(index)?;
+    /// Removes triangle-mesh obstacle `id` (not one owned by a collider); the other obstacles
+    /// keep their ids and their order.
+    pub fn remove_obstacle(&mut self, id: ObstacleId) -> Result<(), EditError> {
+        let index = self.free_obstacle_place(id)?;
         self.remove_obstacle_at(index);
         Ok(())
     }
@@ -203,7 +209,9 @@ impl World {
             .map(|o| o.desc.mesh.num_triangles())
             .sum();
         let o = self.obstacles.remove(index);
-        self.renumber_tracks(Animated::Obstacle(index));
+        let id = self.obstacle_ids.as_slice()[index];
+        self.obstacle_ids.remove(id);
+        self.renumber_tracks(Body::Obstacle(index));
         let n = o.desc.mesh.num_vertices();
         let range = o.offset..o.offset + n;
         self.obstacle_x0.drain(range.clone());
@@ -231,12 +239,11 @@ impl World {
 
     /// Forgets the keyframe track of a removed body and moves the tracks of
     /// the bodies after it (of the same kind) down one index.
-    fn renumber_tracks(&mut self, removed: Animated) {
+    fn renumber_tracks(&mut self, removed: Body) {
         self.tracks.retain(|(b, _)| *b != removed);
         for (b, _) in &mut self.tracks {
             match (b, removed) {
-                (Animated::Collider(i), Animated::Collider(r))
-                | (Animated::Obstacle(i), Animated::Obstacle(r))
+                (Body::Collider(i), Body::Collider(r)) | (Body::Obstacle(i), Body::Obstacle(r))
                     if *i > r =>
                 {
                     *i -= 1;
@@ -247,53 +254,53 @@ impl World {
     }
 
     /// The host takes over a body's motion: its keyframe track, if any, stops.
-    fn untrack(&mut self, body: Animated) {
+    fn untrack(&mut self, body: Body) {
         self.tracks.retain(|(b, _)| *b != body);
     }
 
-    /// Moves collider `index` (and its tessellation) to `pose` at once.
+    /// Moves collider `id` (and its tessellation) to `pose` at once.
     ///
     /// A jump, not a motion: the cloth sees no velocity. Use
     /// [`World::set_collider_motion`] (see [`motion_between`]) to drive a
     /// collider to a pose over a frame; use this for placement and to remove
     /// round-off after such a frame.
-    pub fn set_collider_pose(&mut self, index: usize, pose: Pose) -> Result<(), EditError> {
-        self.check_collider(index)?;
+    pub fn set_collider_pose(&mut self, id: ColliderId, pose: Pose) -> Result<(), EditError> {
+        let index = self.collider_place(id)?;
         check_pose(&pose)?;
-        self.untrack(Animated::Collider(index));
+        self.untrack(Body::Collider(index));
         self.colliders[index].pose = pose;
         let o = self.colliders[index].obstacle;
         self.place_obstacle(o, pose);
         Ok(())
     }
 
-    /// Sets the rigid motion of collider `index` (and of its tessellation)
+    /// Sets the rigid motion of collider `id` (and of its tessellation)
     /// for the frames that follow.
-    pub fn set_collider_motion(&mut self, index: usize, motion: Motion) -> Result<(), EditError> {
-        self.check_collider(index)?;
+    pub fn set_collider_motion(&mut self, id: ColliderId, motion: Motion) -> Result<(), EditError> {
+        let index = self.collider_place(id)?;
         check_motion(&motion)?;
-        self.untrack(Animated::Collider(index));
+        self.untrack(Body::Collider(index));
         self.colliders[index].desc.motion = motion;
         let o = self.colliders[index].obstacle;
         self.obstacles[o].desc.motion = motion;
         Ok(())
     }
 
-    /// Moves triangle-mesh obstacle `index` to `pose` at once (a jump; see
+    /// Moves triangle-mesh obstacle `id` to `pose` at once (a jump; see
     /// [`World::set_collider_pose`]).
-    pub fn set_obstacle_pose(&mut self, index: usize, pose: Pose) -> Result<(), EditError> {
-        self.check_free_obstacle(index)?;
+    pub fn set_obstacle_pose(&mut self, id: ObstacleId, pose: Pose) -> Result<(), EditError> {
+        let index = self.free_obstacle_place(id)?;
         check_pose(&pose)?;
-        self.untrack(Animated::Obstacle(index));
+        self.untrack(Body::Obstacle(index));
         self.place_obstacle(index, pose);
         Ok(())
     }
 
-    /// Sets the rigid motion of triangle-mesh obstacle `index`.
-    pub fn set_obstacle_motion(&mut self, index: usize, motion: Motion) -> Result<(), EditError> {
-        self.check_free_obstacle(index)?;
+    /// Sets the rigid motion of triangle-mesh obstacle `id`.
+    pub fn set_obstacle_motion(&mut self, id: ObstacleId, motion: Motion) -> Result<(), EditError> {
+        let index = self.free_obstacle_place(id)?;
         check_motion(&motion)?;
-        self.untrack(Animated::Obstacle(index));
+        self.untrack(Body::Obstacle(index));
         self.obstacles[index].desc.motion = motion;
         Ok(())
     }
@@ -312,7 +319,7 @@ impl World {
     /// the pin list and gets the new target and velocity.
     pub fn pin_vertex(
         &mut self,
-        cloth: usize,
+        cloth: ClothId,
         vertex: u32,
         target: Vec3,
         velocity: Vec3,
@@ -348,7 +355,7 @@ impl World {
     }
 
     /// Frees pinned `vertex` of cloth `cloth`; it keeps its position and velocity.
-    pub fn unpin_vertex(&mut self, cloth: usize, vertex: u32) -> Result<(), EditError> {
+    pub fn unpin_vertex(&mut self, cloth: ClothId, vertex: u32) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
         let count = c.sim.state.len();
         if vertex as usize >= count {
@@ -371,7 +378,7 @@ impl World {
     }
 
     /// Frees every pinned vertex of cloth `cloth`.
-    pub fn clear_pins(&mut self, cloth: usize) -> Result<(), EditError> {
+    pub fn clear_pins(&mut self, cloth: ClothId) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
         for p in &c.sim.pins {
             c.sim.state.set_pinned(p.vertex as usize, false);
@@ -394,7 +401,7 @@ impl World {
     /// No such cloth, a vertex out of range, an empty list or a non-finite pivot.
     pub fn set_pin_track(
         &mut self,
-        cloth: usize,
+        cloth: ClothId,
         vertices: &[u32],
         pivot: Vec3,
         track: Track,
@@ -454,7 +461,7 @@ impl World {
     /// counted in [`FrameStats::pool_overflows`] (the results do not change).
     pub fn set_collision_pool_sizes(
         &mut self,
-        cloth: usize,
+        cloth: ClothId,
         sizes: PoolSizes,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
@@ -467,7 +474,7 @@ impl World {
 
     /// Replaces the lumped masses of cloth `cloth` by `masses` (kg, one per
     /// vertex, finite and positive). Positions, velocities and pins are kept.
-    pub fn set_cloth_masses(&mut self, cloth: usize, masses: &[f32]) -> Result<(), EditError> {
+    pub fn set_cloth_masses(&mut self, cloth: ClothId, masses: &[f32]) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
         if masses.len() != c.sim.state.len() {
             return Err(EditError::Value {
@@ -519,7 +526,7 @@ impl World {
     /// included): nothing changes.
     pub fn set_cloth_state(
         &mut self,
-        cloth: usize,
+        cloth: ClothId,
         positions: Option<&[Vec3]>,
         velocities: Option<&[Vec3]>,
     ) -> Result<(), EditError> {
@@ -571,7 +578,7 @@ impl World {
     /// that is not positive: nothing changes.
     pub fn set_cloth_material(
         &mut self,
-        cloth: usize,
+        cloth: ClothId,
         membrane: MembraneParams,
         bend: BendParams,
     ) -> Result<(), EditError> {

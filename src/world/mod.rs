@@ -10,6 +10,7 @@ mod bodies;
 mod cloth;
 mod edit;
 mod frame;
+pub(crate) mod ids;
 pub(crate) mod layers;
 mod output;
 
@@ -17,13 +18,14 @@ pub use bodies::{Animated, Collider, ColliderDesc, Obstacle, ObstacleDesc, motio
 pub(crate) use bodies::{check_motion, check_pose, check_shape, tessellate};
 pub use cloth::{Cloth, ClothDesc, ClothError};
 pub use edit::EditError;
+pub use ids::{ClothId, ColliderId, ObstacleId};
 
 use std::sync::Arc;
 
 use glam::Vec3;
 
 use crate::collide::shapes::Motion;
-use crate::collide::track::{Track, TrackError};
+use crate::collide::track::Track;
 use crate::integrate::contact::ColliderView;
 use crate::integrate::isometric_cloth::IsometricDesc;
 use crate::limits::{self, RangeError};
@@ -32,6 +34,8 @@ use crate::pipeline::StepEnv;
 use crate::runtime::budget::{Budget, Clock, Governor, SystemClock};
 use crate::runtime::stats::FrameStats;
 use crate::state::StateHasher;
+use bodies::Body;
+use ids::Ids;
 
 /// World-wide settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,6 +80,10 @@ impl Default for WorldSettings {
 }
 
 pub use crate::pipeline::StepControl;
+
+/// Why an id can always be issued: every id holds buffers, so a world runs out of memory long
+/// before it has 2^32 live objects of a kind.
+const ID_SPACE: &str = "fewer than 2^32 live objects of a kind";
 
 /// A simulation failure: a lost invariant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -146,7 +154,10 @@ pub struct World {
     /// ([`ObstacleMeshes::analytic`]).
     obstacle_analytic: Vec<bool>,
     /// Keyframe tracks driving colliders and obstacle meshes.
-    tracks: Vec<(Animated, Track)>,
+    tracks: Vec<(Body, Track)>,
+    cloth_ids: Ids<ClothId>,
+    collider_ids: Ids<ColliderId>,
+    obstacle_ids: Ids<ObstacleId>,
     clock: Arc<dyn Clock>,
     /// The host's rayon pool; `None` runs in whatever pool calls `step`.
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -182,6 +193,9 @@ impl World {
             obstacle_contact_friction: Vec::new(),
             obstacle_analytic: Vec::new(),
             tracks: Vec::new(),
+            cloth_ids: Ids::default(),
+            collider_ids: Ids::default(),
+            obstacle_ids: Ids::default(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
             governor: Governor::new(&settings.budget),
@@ -231,24 +245,24 @@ impl World {
         &mut self.settings
     }
 
-    /// Adds a cloth; returns its index.
-    pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<usize, ClothError> {
+    /// Adds a cloth; returns its id.
+    pub fn add_cloth(&mut self, desc: ClothDesc) -> Result<ClothId, ClothError> {
         let cloth = Cloth::new(desc)?;
         Ok(self.push_cloth(cloth))
     }
 
     /// Adds a cloth integrated by the isometric model of Wang 2012 ([`Cloth::new_isometric`]);
-    /// returns its index.
+    /// returns its id.
     pub fn add_isometric_cloth(
         &mut self,
         desc: ClothDesc,
         iso: IsometricDesc,
-    ) -> Result<usize, ClothError> {
+    ) -> Result<ClothId, ClothError> {
         let cloth = Cloth::new_isometric(desc, iso)?;
         Ok(self.push_cloth(cloth))
     }
 
-    fn push_cloth(&mut self, mut cloth: Cloth) -> usize {
+    fn push_cloth(&mut self, mut cloth: Cloth) -> ClothId {
         if let Some(iso) = cloth.sim.isometric.as_mut() {
             iso.collision_mut()
                 .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
@@ -265,12 +279,12 @@ impl World {
             .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
         self.layers.reset(self.cloths.len());
-        self.cloths.len() - 1
+        self.cloth_ids.push().expect(ID_SPACE)
     }
 
-    /// Adds a triangle-mesh obstacle; returns its index. Every cloth's
+    /// Adds a triangle-mesh obstacle; returns its id. Every cloth's
     /// collision data is rebuilt for the new obstacle soup (creation time).
-    pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<usize, MeshError> {
+    pub fn add_obstacle(&mut self, desc: ObstacleDesc) -> Result<ObstacleId, MeshError> {
         // Coordinates first: one vertex far out makes every other triangle degenerate at the
         // mesh's scale, and the range is the real fault.
         limits::check_points("positions", &desc.mesh.positions)?;
@@ -300,7 +314,7 @@ impl World {
         obstacle.place(&obstacle.pose, &mut self.obstacle_x0[offset..]);
         self.obstacles.push(obstacle);
         self.share_obstacles_with_cloths();
-        Ok(self.obstacles.len() - 1)
+        Ok(self.obstacle_ids.push().expect(ID_SPACE))
     }
 
     /// The triangle-mesh obstacles.
@@ -325,8 +339,8 @@ impl World {
                 .iter()
                 .any(|c| c.obstacle == i && !c.desc.motion.is_static())
             || self.tracks.iter().any(|(b, _)| match *b {
-                Animated::Obstacle(j) => j == i,
-                Animated::Collider(c) => collider_of(c),
+                Body::Obstacle(j) => j == i,
+                Body::Collider(c) => collider_of(c),
             })
     }
 
@@ -336,7 +350,7 @@ impl World {
         (&self.obstacle_x0, &self.obstacle_tris)
     }
 
-    /// Adds an analytic collider; returns its index.
+    /// Adds an analytic collider; returns its id.
     ///
     /// The shape acts twice: analytically, as velocity filters inside the
     /// cloth solve (smooth resting contact and friction), and tessellated, as
@@ -352,14 +366,14 @@ impl World {
     /// (`ObstacleMeshes::analytic`), and its tessellation only in the CCD rounds
     /// and impact zones; otherwise (a thin rod, an isometric cloth, a plane or a
     /// box) the tessellation takes part in all three.
-    pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<usize, MeshError> {
+    pub fn add_collider(&mut self, desc: ColliderDesc) -> Result<ColliderId, MeshError> {
         check_shape(&desc.shape)?;
         check_pose(&desc.pose)?;
         check_motion(&desc.motion)?;
         let mesh = tessellate(&desc.shape)?;
         // Friction 0 on the tessellation: the solve's contact filters apply
         // this collider's friction already.
-        let obstacle = self.add_obstacle(ObstacleDesc {
+        let obstacle_id = self.add_obstacle(ObstacleDesc {
             mesh,
             pose: desc.pose,
             motion: desc.motion,
@@ -368,6 +382,8 @@ impl World {
             // surface; its tessellation adds nothing.
             thickness: 0.0,
         })?;
+        let obstacle = self.obstacles.len() - 1;
+        debug_assert_eq!(self.obstacle_ids.place(obstacle_id), Some(obstacle));
         let range = self.obstacles[obstacle].offset..self.obstacle_x0.len();
         self.obstacle_contact_friction[range.clone()].fill(desc.friction.max(0.0));
         self.obstacle_analytic[range].fill(desc.shape.repels_from_surface());
@@ -378,7 +394,7 @@ impl World {
         });
         self.collider_views = Vec::with_capacity(self.colliders.len());
         self.collider_vertices = Vec::with_capacity(self.colliders.len());
-        Ok(self.colliders.len() - 1)
+        Ok(self.collider_ids.push().expect(ID_SPACE))
     }
 
     /// Makes a collider or obstacle mesh follow keyframed poses from now on
@@ -389,30 +405,21 @@ impl World {
     /// ([`Track::motion_to`]).
     ///
     /// # Errors
-    /// [`TrackError::NoBody`] if the index names no collider or obstacle.
-    pub fn set_track(&mut self, body: Animated, track: Track) -> Result<(), TrackError> {
+    /// [`EditError::NoCollider`] or [`EditError::NoObstacle`] if the id names no body of this
+    /// world.
+    pub fn set_track(&mut self, body: Animated, track: Track) -> Result<(), EditError> {
         let pose = track.pose_at(self.time);
-        let obstacle = match body {
-            Animated::Collider(i) => {
-                let count = self.colliders.len();
-                let c = self.colliders.get_mut(i).ok_or(TrackError::NoBody {
-                    what: "collider",
-                    index: i,
-                    count,
-                })?;
+        let (body, obstacle) = match body {
+            Animated::Collider(id) => {
+                let i = self.collider_place(id)?;
+                let c = &mut self.colliders[i];
                 c.pose = pose;
                 c.desc.motion = Motion::default();
-                c.obstacle
+                (Body::Collider(i), c.obstacle)
             }
-            Animated::Obstacle(i) => {
-                if i >= self.obstacles.len() {
-                    return Err(TrackError::NoBody {
-                        what: "obstacle",
-                        index: i,
-                        count: self.obstacles.len(),
-                    });
-                }
-                i
+            Animated::Obstacle(id) => {
+                let i = self.obstacle_place(id)?;
+                (Body::Obstacle(i), i)
             }
         };
         let o = &mut self.obstacles[obstacle];
@@ -451,28 +458,64 @@ impl World {
     fn drive_tracks(&mut self, t_end: f64, dt: f32) {
         for (body, track) in &self.tracks {
             let obstacle = match *body {
-                Animated::Collider(i) => {
+                Body::Collider(i) => {
                     let c = &mut self.colliders[i];
                     c.desc.motion = track.motion_to(&c.pose, t_end, dt);
                     c.obstacle
                 }
-                Animated::Obstacle(i) => i,
+                Body::Obstacle(i) => i,
             };
             let o = &mut self.obstacles[obstacle];
             o.desc.motion = track.motion_to(&o.pose, t_end, dt);
         }
     }
 
-    /// The cloths.
+    /// The cloths, in creation order (the order of every stage, output and `state_hash`).
     #[must_use]
     pub fn cloths(&self) -> &[Cloth] {
         &self.cloths
     }
 
-    /// The colliders.
+    /// The ids of [`World::cloths`], in the same order.
+    #[must_use]
+    pub fn cloth_ids(&self) -> &[ClothId] {
+        self.cloth_ids.as_slice()
+    }
+
+    /// Cloth `id`, if this world has it.
+    #[must_use]
+    pub fn cloth(&self, id: ClothId) -> Option<&Cloth> {
+        self.cloth_ids.place(id).map(|i| &self.cloths[i])
+    }
+
+    /// The analytic colliders, in creation order.
     #[must_use]
     pub fn colliders(&self) -> &[Collider] {
         &self.colliders
+    }
+
+    /// The ids of [`World::colliders`], in the same order.
+    #[must_use]
+    pub fn collider_ids(&self) -> &[ColliderId] {
+        self.collider_ids.as_slice()
+    }
+
+    /// Collider `id`, if this world has it.
+    #[must_use]
+    pub fn collider(&self, id: ColliderId) -> Option<&Collider> {
+        self.collider_ids.place(id).map(|i| &self.colliders[i])
+    }
+
+    /// The ids of [`World::obstacles`], in the same order.
+    #[must_use]
+    pub fn obstacle_ids(&self) -> &[ObstacleId] {
+        self.obstacle_ids.as_slice()
+    }
+
+    /// Obstacle `id`, if this world has it.
+    #[must_use]
+    pub fn obstacle(&self, id: ObstacleId) -> Option<&Obstacle> {
+        self.obstacle_ids.place(id).map(|i| &self.obstacles[i])
     }
 
     /// Simulated time (s).

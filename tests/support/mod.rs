@@ -193,11 +193,11 @@ pub fn check_cloth(world: &weft::world::World, cloth: usize, tolerance: f32) -> 
 /// of [`find_intersections`] decides each pair; a vertex of one cloth through the other shows
 /// as the triangles around it crossing.
 pub fn cross_cloth_intersections(world: &weft::world::World) -> Vec<(usize, usize, u32, u32)> {
-    let cloths = world.cloths();
+    let ids = world.cloth_ids();
     let mut out = Vec::new();
-    for a in 0..cloths.len() {
-        for b in a + 1..cloths.len() {
-            if world.cloths_collide(a, b) != Some(true) {
+    for a in 0..ids.len() {
+        for b in a + 1..ids.len() {
+            if world.cloths_collide(ids[a], ids[b]) != Some(true) {
                 continue;
             }
             out.extend(
