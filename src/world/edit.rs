@@ -15,6 +15,8 @@ use crate::state::ClothState;
 use super::World;
 use super::bodies::{Animated, check_motion, check_pose};
 use super::cloth::Cloth;
+use super::frame;
+use crate::runtime::arena::FrameArena;
 
 /// Why an edit of a world's contents (removal, pins, masses, poses) failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -136,6 +138,7 @@ impl World {
         let cloth = self.cloths.remove(index);
         self.layers.remove_cloth(index as u32);
         self.layers.reset(self.cloths.len());
+        self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
         Ok(cloth)
     }
 
