@@ -220,9 +220,12 @@ enum weft_status
   WEFT_STATUS_SIMULATION_FAILED = 10,
   // The caller's buffer is too small.
   WEFT_STATUS_BUFFER_TOO_SMALL = 11,
-  // A worker thread pool could not be created.
+  // A worker thread pool could not be created, or the host's task dispatcher
+  // did not run every task exactly once (`weft_world_set_task_dispatcher`;
+  // the cloths were restored to their state before the step).
   WEFT_STATUS_THREADS = 12,
-  // weft panicked (a bug); the panic was caught at the boundary.
+  // weft panicked (a bug); the panic was caught at the boundary, or inside
+  // the task that panicked.
   WEFT_STATUS_PANIC = 99,
 };
 #ifndef __cplusplus
@@ -505,6 +508,22 @@ typedef struct weft_keyframe {
   // the track is set (the identity pose: the region at rest); for a collider, its pose.
   struct weft_pose pose;
 } weft_keyframe;
+
+// Runs task `index` of a batch; `task_data` is the batch's pointer as passed to the
+// dispatcher. Safe to call from any thread, concurrently for different indices. It never
+// unwinds into the host: a failure inside the task is caught and makes the step fail.
+// Never NULL when weft passes it.
+typedef void (*weft_task_run)(void *task_data, uint32_t index);
+
+// The host's dispatcher: must call `run(task_data, i)` exactly once for every `i` in
+// `0..task_count`, on any of its threads (the calling one included), in any order or
+// concurrently, and return only after every call has returned. `user` is the pointer given
+// to `weft_world_set_task_dispatcher`. The tasks call nothing of the host back, and the host
+// must not call into weft from inside `dispatch` other than through `run`.
+typedef void (*weft_task_dispatch)(void *user,
+                                   uint32_t task_count,
+                                   weft_task_run run,
+                                   void *task_data);
 
 // World settings for `weft_world_create`.
 typedef struct weft_world_desc {
@@ -928,6 +947,30 @@ weft_status weft_collider_set_track(struct weft_world *world,
                                     struct weft_collider collider,
                                     const struct weft_keyframe *keys,
                                     uint32_t key_count);
+
+// Hands weft's parallel work to the host's job system: every later `weft_world_step` runs on
+// the calling thread and calls `dispatch(user, task_count, run, task_data)` once a substep
+// with one task per cloth that cannot touch another cloth and one per group of cloths that
+// may touch (the layers of a garment), waiting for it to return. NULL `dispatch` returns to
+// the world's own worker threads (`worker_threads`).
+//
+// Guarantees: the state hash is bit-identical to the own pool's for any thread count and
+// any task order; under a dispatcher weft starts no thread and runs nothing on its own
+// workers during a step (the loops inside one cloth run inline in its task, so one cloth is
+// one task: a lone cloth gets no parallelism from the dispatcher); tasks call nothing of the
+// host; a failure inside a task is caught in the task (it never unwinds into the host) and
+// the step returns `WEFT_STATUS_PANIC`; a dispatcher that does not run every task exactly
+// once makes the step return `WEFT_STATUS_THREADS`. Either failed step restores every
+// cloth's positions and velocities. Creating cloths and other edits still use the world's
+// own workers.
+//
+// # Safety
+// `world` NULL or live. When `dispatch` is not NULL: `dispatch` must keep the contract of
+// `weft_task_dispatch`, and it and `user` must stay valid and usable from the thread that
+// calls `weft_world_step` until another dispatcher is set or the world is destroyed.
+weft_status weft_world_set_task_dispatcher(struct weft_world *world,
+                                           weft_task_dispatch dispatch,
+                                           void *user);
 
 // The version of the library linked, as `WEFT_VERSION_NUMBER` counts it (never fails). A
 // host built against header version H runs with library L when they share the major

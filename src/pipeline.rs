@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+use crate::runtime::executor::for_each;
 use bumpalo::Bump;
 use rayon::prelude::*;
 
@@ -288,7 +289,7 @@ fn controlled(
 ) {
     let may_reject = depth < control.max_halvings && !deadline.passed();
     if may_reject {
-        members.par_iter_mut().for_each(|(cloth, _)| {
+        for_each(members.par_iter_mut(), |(cloth, _)| {
             cloth.backup.copy_from(&cloth.state);
             cloth
                 .system
@@ -368,7 +369,7 @@ fn advance_group(
     deadline: &mut Deadline,
 ) {
     let frame_deadline = &*deadline;
-    members.par_iter_mut().for_each(|(cloth, stats)| {
+    for_each(members.par_iter_mut(), |(cloth, stats)| {
         let mut deadline = frame_deadline.clone();
         dynamics(cloth, colliders, settings, h, &mut deadline, stats);
     });
@@ -417,7 +418,7 @@ fn advance_group(
         // contacts, on the members against it.
         let limiter = group.collision.strain_limiter();
         let bodies = body_normals(limiter, limiter.num_vertices());
-        members.par_iter_mut().for_each(|(cloth, stats)| {
+        for_each(members.par_iter_mut(), |(cloth, stats)| {
             let mut deadline = frame_deadline.clone();
             let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
             let mut should_stop = |_iteration: u32| deadline.passed();
@@ -438,7 +439,7 @@ fn advance_group(
             }
         });
     }
-    members.par_iter_mut().for_each(|(cloth, stats)| {
+    for_each(members.par_iter_mut(), |(cloth, stats)| {
         end_substep(cloth, h, stats);
         stats.substeps += 1;
     });

@@ -465,3 +465,39 @@ fn a_host_built_against_the_0_1_header_gets_the_same_world() {
         "0.1:\n{old_out}\ncurrent:\n{new_out}"
     );
 }
+
+/// `tests/c/host_jobs.c` steps a scene of several cloths (three two-layer stacks and a lone
+/// drape) on a pthread pool of its own through `weft_world_set_task_dispatcher`, under
+/// valgrind: the same state hash as on weft's own workers (it checks that itself) and as
+/// `weft run`'s; a dispatcher that skips a task is refused with the state unchanged.
+#[test]
+fn a_host_job_system_steps_like_weft_run_under_valgrind() {
+    let exe = build_c(
+        &root().join("tests/c/host_jobs.c"),
+        "host_jobs",
+        Link::Static,
+    );
+    let scene = root().join("tests/scenes/layer-stacks.toml");
+    // Two frames on each path, then the program's two more.
+    let stdout = under_valgrind(&exe, &[scene.as_os_str(), "2".as_ref()]);
+    assert!(stdout.contains("host_jobs: all checks passed"), "{stdout}");
+    let out_dir = std::env::temp_dir().join(format!("weft_host_jobs_{}", std::process::id()));
+    let run_out = run(Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "4", "--threads", "2", "--out"])
+        .arg(&out_dir));
+    std::fs::remove_dir_all(&out_dir).expect("removing the run's output");
+    let cli = String::from_utf8_lossy(&run_out.stdout);
+    let cli_hash = cli
+        .split("state_hash ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no state_hash in `weft run`'s summary:\n{cli}"));
+    let c_hash = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("state_hash "))
+        .unwrap_or_else(|| panic!("no state_hash line in:\n{stdout}"))
+        .trim();
+    assert_eq!(c_hash, cli_hash, "host_jobs.c and `weft run` disagree");
+}

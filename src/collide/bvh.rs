@@ -54,6 +54,7 @@
 
 use std::ops::Range;
 
+use crate::runtime::executor::{join, parallel_here};
 use glam::Vec3;
 use rayon::prelude::*;
 
@@ -233,7 +234,7 @@ fn for_each_triangle_chunk(
         out.len(),
         "one output box per triangle: `out` must have `tris.len()` entries"
     );
-    if tris.len() <= BOX_CHUNK {
+    if tris.len() <= BOX_CHUNK || !parallel_here() {
         f(out, tris);
     } else {
         out.par_chunks_mut(BOX_CHUNK)
@@ -840,7 +841,7 @@ fn refit_subtree(nodes: &mut [BvhNode], base: usize, boxes: &[Aabb]) {
     let right_local = nodes[0].index as usize - base;
     let (head, rest) = nodes.split_at_mut(1);
     let (left, right) = rest.split_at_mut(right_local - 1);
-    rayon::join(
+    join(
         || refit_subtree(left, base + 1, boxes),
         || refit_subtree(right, base + right_local, boxes),
     );
@@ -993,7 +994,7 @@ impl PairWorkspace {
             buf.grew = buf.pairs.capacity() != capacity;
         };
         let active = &mut self.chunks[..num_chunks];
-        if n >= PARALLEL_MIN_PRIMITIVES {
+        if n >= PARALLEL_MIN_PRIMITIVES && parallel_here() {
             active.par_iter_mut().enumerate().for_each(work);
         } else {
             active.iter_mut().enumerate().for_each(work);

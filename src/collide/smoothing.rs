@@ -53,6 +53,7 @@
 //! [`VelocitySmoother::apply`] does not allocate.
 #![deny(unsafe_code)]
 
+use crate::runtime::executor::parallel_here;
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
@@ -139,7 +140,7 @@ fn ratio(a: DVec3, b: DVec3) -> DVec3 {
 
 /// Runs `f(first_index, chunk)` over the fixed chunks of `out`, in parallel from [`PARALLEL_MIN`] items.
 fn for_chunks<T: Send, F: Fn(usize, &mut [T]) + Sync>(out: &mut [T], f: F) {
-    if out.len() < PARALLEL_MIN {
+    if out.len() < PARALLEL_MIN || !parallel_here() {
         for (k, chunk) in out.chunks_mut(CHUNK).enumerate() {
             f(k * CHUNK, chunk);
         }
@@ -159,7 +160,7 @@ fn sum_chunks<T: Send, F: Fn(usize, &mut [T]) -> DVec3 + Sync>(
 ) -> DVec3 {
     let chunks = out.len().div_ceil(CHUNK);
     let partials = &mut partials[..chunks];
-    if out.len() < PARALLEL_MIN {
+    if out.len() < PARALLEL_MIN || !parallel_here() {
         for ((k, chunk), p) in out.chunks_mut(CHUNK).enumerate().zip(partials.iter_mut()) {
             *p = f(k * CHUNK, chunk);
         }

@@ -149,6 +149,7 @@
 //! [`StrainLimiter::new`]; [`StrainLimiter::apply`] does not allocate.
 #![deny(unsafe_code)]
 
+use crate::runtime::executor::parallel_here;
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
@@ -536,7 +537,7 @@ fn project_contacts(
 
 /// Runs `f(first_index, chunk)` over the fixed chunks of `out`, in parallel from [`PARALLEL_MIN`] items.
 fn for_chunks<T: Send, F: Fn(usize, &mut [T]) + Sync>(out: &mut [T], f: F) {
-    if out.len() < PARALLEL_MIN {
+    if out.len() < PARALLEL_MIN || !parallel_here() {
         for (k, chunk) in out.chunks_mut(CHUNK).enumerate() {
             f(k * CHUNK, chunk);
         }
@@ -549,7 +550,7 @@ fn for_chunks<T: Send, F: Fn(usize, &mut [T]) + Sync>(out: &mut [T], f: F) {
 
 /// Like [`for_chunks`], combining the chunks' tallies (order-free, so any schedule gives the same bits).
 fn tally_chunks<T: Send, F: Fn(usize, &mut [T]) -> Tally + Sync>(out: &mut [T], f: F) -> Tally {
-    if out.len() < PARALLEL_MIN {
+    if out.len() < PARALLEL_MIN || !parallel_here() {
         out.chunks_mut(CHUNK)
             .enumerate()
             .fold(Tally::default(), |acc, (k, chunk)| {

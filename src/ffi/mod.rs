@@ -33,6 +33,7 @@ pub mod desc;
 pub mod edit;
 pub mod handles;
 pub mod status;
+pub mod tasks;
 pub mod version;
 pub mod world;
 
@@ -42,5 +43,6 @@ pub use desc::*;
 pub use edit::*;
 pub use handles::{weft_cloth, weft_collider};
 pub use status::weft_status;
+pub use tasks::*;
 pub use version::*;
 pub use world::*;

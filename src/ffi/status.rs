@@ -1,5 +1,6 @@
 //! Status codes and the error every export turns into one.
 
+use crate::runtime::executor::TaskError;
 use crate::world::{ClothError, EditError, StepError};
 
 /// The outcome of every `weft_*` call. Values are fixed: new codes are only
@@ -35,9 +36,12 @@ pub enum weft_status {
     WEFT_STATUS_SIMULATION_FAILED = 10,
     /// The caller's buffer is too small.
     WEFT_STATUS_BUFFER_TOO_SMALL = 11,
-    /// A worker thread pool could not be created.
+    /// A worker thread pool could not be created, or the host's task dispatcher
+    /// did not run every task exactly once (`weft_world_set_task_dispatcher`;
+    /// the cloths were restored to their state before the step).
     WEFT_STATUS_THREADS = 12,
-    /// weft panicked (a bug); the panic was caught at the boundary.
+    /// weft panicked (a bug); the panic was caught at the boundary, or inside
+    /// the task that panicked.
     WEFT_STATUS_PANIC = 99,
 }
 
@@ -115,6 +119,14 @@ impl From<StepError> for FfiError {
     fn from(e: StepError) -> Self {
         let status = match e {
             StepError::NonFinite { .. } => S::WEFT_STATUS_SIMULATION_FAILED,
+            StepError::Tasks {
+                error: TaskError::Panicked,
+                ..
+            } => S::WEFT_STATUS_PANIC,
+            StepError::Tasks {
+                error: TaskError::BadDispatch,
+                ..
+            } => S::WEFT_STATUS_THREADS,
             StepError::BadTimeStep { .. }
             | StepError::Settings(_)
             | StepError::UnsupportedLayers { .. } => S::WEFT_STATUS_INVALID_ARGUMENT,

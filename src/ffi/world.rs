@@ -322,7 +322,12 @@ impl weft_world {
                 ColliderKind::Mesh(i) => self.world.set_obstacle_motion(i, motion)?,
             }
         }
-        let result = self.in_pool(|world| world.step(dt));
+        // Under the host's dispatcher the step runs on this thread and the host's.
+        let result = if self.world.has_task_dispatcher() {
+            self.world.step(dt)
+        } else {
+            self.in_pool(|world| world.step(dt))
+        };
         // Targets reached: hold them exactly, motion stops until the next pose.
         for e in self.cloths.values_mut() {
             for &(vertex, goal) in &e.pending_pins {

@@ -24,6 +24,7 @@
 
 use std::sync::Arc;
 
+use crate::runtime::executor::parallel_here;
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
 use rayon::prelude::*;
 
@@ -978,7 +979,7 @@ fn for_each_element<const N: usize, R: Sync>(
             );
         }
     };
-    if verts.len() >= ELEMENT_PARALLEL_MIN {
+    if verts.len() >= ELEMENT_PARALLEL_MIN && parallel_here() {
         out.energy
             .par_chunks_mut(ELEMENT_CHUNK)
             .zip(out.rhs.par_chunks_mut(ELEMENT_CHUNK * N))

@@ -90,6 +90,7 @@
 //! allocated once, at creation; `factor` and `apply` allocate nothing.
 #![deny(unsafe_code)]
 
+use crate::runtime::executor::join;
 use std::ops::Range;
 
 use glam::{DMat3, DVec3, Mat3, Mat3A, Vec3, Vec3A};
@@ -277,7 +278,7 @@ impl FactorPattern {
             self.part_start[parts.start] as usize,
             self.part_start[mid] as usize,
         );
-        let (a, b) = rayon::join(
+        let (a, b) = join(
             || self.run_parts(parts.start..mid, lo, f),
             || self.run_parts(mid..parts.end, hi, f),
         );

@@ -17,6 +17,7 @@
 
 use std::ops::AddAssign;
 
+use crate::runtime::executor::parallel_here;
 use rayon::prelude::*;
 
 /// Outputs per parallel task (fixed: each output's sum is independent of the split).
@@ -115,7 +116,7 @@ impl Gather {
                 *o = acc;
             }
         };
-        if out.len() >= GATHER_PARALLEL_MIN {
+        if out.len() >= GATHER_PARALLEL_MIN && parallel_here() {
             out.par_chunks_mut(GATHER_CHUNK)
                 .enumerate()
                 .for_each(|(c, chunk)| run(c * GATHER_CHUNK, chunk));

@@ -15,11 +15,14 @@
 //! one batch after the other, still in chunk order. Nothing here allocates.
 //!
 //! Loops run in the current rayon pool: a host that supplies its own pool wraps the call in
-//! `pool.install(..)`.
+//! `pool.install(..)`. While a thread runs a step for a host's task dispatcher
+//! (`runtime::executor`), they run on that thread, unsplit.
 #![deny(unsafe_code)]
 
 use glam::Vec3;
 use rayon::prelude::*;
+
+use crate::runtime::executor::for_each;
 use std::ops::Range;
 
 /// Rows per chunk: the unit of parallel work and of the fixed summation order.
@@ -119,10 +122,12 @@ where
         "for_each_chunk: row slices differ in length"
     );
     let min_len = min_chunks_per_job(out.num_rows());
-    out.par_row_chunks(CHUNK_ROWS)
-        .with_min_len(min_len)
-        .enumerate()
-        .for_each(|(k, chunk)| f(k * CHUNK_ROWS, chunk));
+    for_each(
+        out.par_row_chunks(CHUNK_ROWS)
+            .with_min_len(min_len)
+            .enumerate(),
+        |(k, chunk)| f(k * CHUNK_ROWS, chunk),
+    );
 }
 
 /// Calls `f(first_row, chunk)` for every fixed chunk of `out` and returns the sum of the
@@ -150,12 +155,14 @@ where
         let mut partials = [0.0f64; BATCH_CHUNKS];
         let k = num_chunks(len);
         let batch_start = start;
-        batch
-            .par_row_chunks(CHUNK_ROWS)
-            .zip(partials[..k].par_iter_mut())
-            .with_min_len(min_len)
-            .enumerate()
-            .for_each(|(j, (chunk, p))| *p = f(batch_start + j * CHUNK_ROWS, chunk));
+        for_each(
+            batch
+                .par_row_chunks(CHUNK_ROWS)
+                .zip(partials[..k].par_iter_mut())
+                .with_min_len(min_len)
+                .enumerate(),
+            |(j, (chunk, p))| *p = f(batch_start + j * CHUNK_ROWS, chunk),
+        );
         for p in &partials[..k] {
             total += *p;
         }
@@ -179,14 +186,16 @@ where
         let k = num_chunks(len);
         let end = start + len;
         let batch_start = start;
-        partials[..k]
-            .par_iter_mut()
-            .with_min_len(min_len)
-            .enumerate()
-            .for_each(|(j, p)| {
+        for_each(
+            partials[..k]
+                .par_iter_mut()
+                .with_min_len(min_len)
+                .enumerate(),
+            |(j, p)| {
                 let lo = batch_start + j * CHUNK_ROWS;
                 *p = f(lo..(lo + CHUNK_ROWS).min(end));
-            });
+            },
+        );
         for p in &partials[..k] {
             total += *p;
         }

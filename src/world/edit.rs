@@ -15,7 +15,9 @@ use crate::state::ClothState;
 use super::World;
 use super::bodies::{Body, check_motion, check_pose};
 use super::cloth::Cloth;
+use super::frame;
 use super::ids::{ClothId, ColliderId, ObstacleId};
+use crate::runtime::arena::FrameArena;
 
 /// Why an edit of a world's contents (removal, pins, masses, poses) failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -139,6 +141,7 @@ impl World {
         let cloth = self.cloths.remove(index);
         self.layers.remove_cloth(index as u32);
         self.layers.reset(self.cloths.len());
+        self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
         Ok(cloth)
     }
 

@@ -1,16 +1,151 @@
 //! The frame loop: one [`World::step`] runs every cloth's substeps and folds their stats.
 
-use rayon::prelude::*;
+use bumpalo::Bump;
+use bumpalo::collections::Vec as BumpVec;
 
 use crate::collide::resolve::ObstacleMeshes;
+use crate::integrate::contact::ColliderView;
 use crate::limits;
-use crate::pipeline;
+use crate::pipeline::{self, StepEnv};
 use crate::runtime::budget::Deadline;
+use crate::runtime::executor::{Executor, Task};
 use crate::runtime::stats::FrameStats;
 
+use super::Cloth;
 use super::bodies::Collider;
-use super::layers::{ALONE, Layers};
+use super::layers::{ALONE, Group, Layers};
 use super::{StepError, World};
+
+/// Bytes of a world's schedule arena (a substep's units and the members of its groups) for
+/// `num_cloths` cloths: a unit, its task and a member slot per cloth, with room to spare.
+pub(super) fn schedule_bytes(num_cloths: usize) -> usize {
+    256 * (num_cloths + 1)
+}
+
+/// A cloth of a substep's unit and its statistics.
+type Member<'a> = (&'a mut Cloth, &'a mut FrameStats);
+
+/// One unit of a substep's parallel work: a cloth in no group, or a group of cloths sharing
+/// the substep's collision stage (`layers.rs`), its members in creation order.
+enum Unit<'a> {
+    Alone(Member<'a>),
+    Group {
+        group: &'a mut Group,
+        members: &'a mut [Member<'a>],
+    },
+}
+
+/// The substep's units: the active groups (by group index), then the cloths in no group
+/// (creation order), as tasks in `bump`.
+fn units<'a>(
+    cloths: &'a mut [Cloth],
+    cloth_stats: &'a mut [FrameStats],
+    layers: &'a mut Layers,
+    bump: &'a Bump,
+) -> BumpVec<'a, Task<Unit<'a>>> {
+    let Layers {
+        group_of,
+        active,
+        groups,
+        ..
+    } = layers;
+    let mut grouped = BumpVec::with_capacity_in(active.len(), bump);
+    for (g, group) in groups.iter_mut().enumerate() {
+        if active.contains(&(g as u32)) {
+            let members = BumpVec::with_capacity_in(group.members.len(), bump);
+            grouped.push((g as u32, group, members));
+        }
+    }
+    let mut alone = BumpVec::with_capacity_in(cloths.len(), bump);
+    for (i, member) in cloths.iter_mut().zip(cloth_stats.iter_mut()).enumerate() {
+        let g = group_of[i];
+        if g == ALONE {
+            alone.push(member);
+        } else if let Some((_, _, members)) = grouped.iter_mut().find(|(index, ..)| *index == g) {
+            members.push(member);
+        }
+    }
+    let grouped = grouped.into_iter().map(|(_, group, members)| Unit::Group {
+        group,
+        members: members.into_bump_slice_mut(),
+    });
+    let alone = alone.into_iter().map(Unit::Alone);
+    BumpVec::from_iter_in(grouped.chain(alone).map(Task::new), bump)
+}
+
+/// What every unit of a substep reads.
+struct UnitContext<'a> {
+    views: &'a [ColliderView],
+    obstacles: &'a ObstacleMeshes<'a>,
+    obstacles_isometric: &'a ObstacleMeshes<'a>,
+    env: &'a StepEnv<'a>,
+    h: f32,
+    deadline: &'a Deadline,
+    t_substep_end: f64,
+}
+
+impl UnitContext<'_> {
+    /// Advances one unit by the substep.
+    fn step(&self, unit: &mut Unit<'_>) {
+        let h = self.h;
+        let mut deadline = self.deadline.clone();
+        match unit {
+            Unit::Alone((cloth, cloth_stats)) => {
+                // Isometric cloths have no analytic contact filters: the collision stage
+                // applies the colliders' friction on their tessellations.
+                let obstacles = if cloth.sim.isometric.is_some() {
+                    self.obstacles_isometric
+                } else {
+                    self.obstacles
+                };
+                // Moved out for the substep so the pipeline can borrow the cloth mutably and
+                // its arena shared (an empty `Bump` in its place allocates nothing).
+                let arena = std::mem::take(&mut cloth.arena);
+                cloth.drive_pin_tracks(self.t_substep_end, h);
+                pipeline::substep(
+                    &mut cloth.sim,
+                    arena.bump(),
+                    self.views,
+                    obstacles,
+                    self.env,
+                    h,
+                    &mut deadline,
+                    cloth_stats,
+                );
+                cloth.arena = arena;
+                cloth.land_pin_tracks(self.t_substep_end);
+                cloth_stats.deadline_hit |= deadline.was_hit();
+            }
+            Unit::Group { group, members } => {
+                let arena = std::mem::take(&mut group.arena);
+                for (cloth, _) in members.iter_mut() {
+                    cloth.drive_pin_tracks(self.t_substep_end, h);
+                }
+                // What the pipeline sees of the members, in the group's frame arena.
+                let mut sims = BumpVec::with_capacity_in(members.len(), arena.bump());
+                for (cloth, cloth_stats) in members.iter_mut() {
+                    sims.push((&mut cloth.sim, &mut **cloth_stats));
+                }
+                pipeline::substep_group(
+                    &mut sims,
+                    &mut group.stage,
+                    arena.bump(),
+                    self.views,
+                    self.obstacles,
+                    self.env,
+                    h,
+                    &mut deadline,
+                );
+                drop(sims);
+                for (cloth, cloth_stats) in members.iter_mut() {
+                    cloth.land_pin_tracks(self.t_substep_end);
+                    cloth_stats.deadline_hit |= deadline.was_hit();
+                }
+                group.arena = arena;
+            }
+        }
+    }
+}
 
 impl World {
     /// What [`World::step`] checks before it changes anything: `dt` and its substeps in their
@@ -38,10 +173,14 @@ impl World {
 
     /// Advances one frame of length `dt` (s), inside the world's thread pool
     /// when one is set. A refused `dt` ([`World::check_step`]) changes nothing.
+    ///
+    /// Under a host's task dispatcher ([`World::set_task_dispatcher`]) it runs on the calling
+    /// thread and the dispatcher's, and never in a pool.
     pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
-        match self.pool.clone() {
-            Some(pool) => pool.install(|| self.step_frame(dt)),
-            None => self.step_frame(dt),
+        match (self.pool.clone(), &self.executor) {
+            (_, Executor::Host(_)) => self.executor.clone().enter(|| self.step_frame(dt)),
+            (Some(pool), Executor::Rayon) => pool.install(|| self.step_frame(dt)),
+            (None, Executor::Rayon) => self.step_frame(dt),
         }
     }
 
@@ -69,6 +208,7 @@ impl World {
         }
         self.layers.unsupported = 0;
         let mut groups_built = 0;
+        let mut schedule_grew = false;
         for k in 0..substeps {
             // The gusting wind is sampled at the start of each substep and
             // held steady through it.
@@ -126,12 +266,6 @@ impl World {
                 &self.obstacle_tris,
                 &self.obstacle_thickness,
             );
-            // The other cloths are independent within the substep, so they step in parallel,
-            // each with its own statistics and its own copy of the deadline; the result of
-            // each cloth does not depend on the thread count.
-            let group_of = &self.layers.group_of;
-            let views = &self.collider_views;
-            let frame_deadline = &deadline;
             // Where keyframed pins must be at the end of this substep (the last one
             // ends exactly at the frame's end).
             let t_substep_end = if k + 1 == substeps {
@@ -139,84 +273,35 @@ impl World {
             } else {
                 self.time + f64::from(h) * f64::from(k + 1)
             };
-            self.cloths
-                .par_iter_mut()
-                .zip(self.cloth_stats.par_iter_mut())
-                .enumerate()
-                .filter(|(i, _)| group_of[*i] == ALONE)
-                .for_each(|(_, (cloth, cloth_stats))| {
-                    let obstacles = if cloth.sim.isometric.is_some() {
-                        &obstacles_isometric
-                    } else {
-                        &obstacles
-                    };
-                    let mut deadline = frame_deadline.clone();
-                    // Moved out for the substep so the pipeline can borrow the
-                    // cloth mutably and its arena shared (an empty `Bump` in its
-                    // place allocates nothing).
-                    let arena = std::mem::take(&mut cloth.arena);
-                    cloth.drive_pin_tracks(t_substep_end, h);
-                    pipeline::substep(
-                        &mut cloth.sim,
-                        arena.bump(),
-                        views,
-                        obstacles,
-                        &env,
-                        h,
-                        &mut deadline,
-                        cloth_stats,
-                    );
-                    cloth.arena = arena;
-                    cloth.land_pin_tracks(t_substep_end);
-                    cloth_stats.deadline_hit |= deadline.was_hit();
+            // The substep's units (each cloth in no group, each group) cannot touch each other,
+            // so they run in parallel through the executor, each with its own statistics and
+            // its own copy of the deadline: nothing depends on which thread runs which unit.
+            self.schedule.reset();
+            let schedule = std::mem::take(&mut self.schedule);
+            let context = UnitContext {
+                views: &self.collider_views,
+                obstacles: &obstacles,
+                obstacles_isometric: &obstacles_isometric,
+                env: &env,
+                h,
+                deadline: &deadline,
+                t_substep_end,
+            };
+            let tasks = units(
+                &mut self.cloths,
+                &mut self.cloth_stats,
+                &mut self.layers,
+                schedule.bump(),
+            );
+            let outcome = self.executor.run(&tasks, |unit| context.step(unit));
+            drop(tasks);
+            schedule_grew |= schedule.grew();
+            self.schedule = schedule;
+            if let Err(error) = outcome {
+                return Err(StepError::Tasks {
+                    frame: self.frame + 1,
+                    error,
                 });
-            // Each group in turn (by its first cloth), its members' own stages in parallel.
-            let Layers {
-                group_of,
-                active,
-                groups,
-                ..
-            } = &mut self.layers;
-            for &g in active.iter() {
-                let group = &mut groups[g as usize];
-                let arena = std::mem::take(&mut group.arena);
-                let mut members =
-                    bumpalo::collections::Vec::with_capacity_in(group.members.len(), arena.bump());
-                for (i, (cloth, cloth_stats)) in self
-                    .cloths
-                    .iter_mut()
-                    .zip(self.cloth_stats.iter_mut())
-                    .enumerate()
-                {
-                    if group_of[i] == g {
-                        cloth.drive_pin_tracks(t_substep_end, h);
-                        members.push((&mut cloth.sim, cloth_stats));
-                    }
-                }
-                let mut deadline = frame_deadline.clone();
-                pipeline::substep_group(
-                    &mut members,
-                    &mut group.stage,
-                    arena.bump(),
-                    views,
-                    &obstacles,
-                    &env,
-                    h,
-                    &mut deadline,
-                );
-                drop(members);
-                group.arena = arena;
-                for (i, (cloth, cloth_stats)) in self
-                    .cloths
-                    .iter_mut()
-                    .zip(self.cloth_stats.iter_mut())
-                    .enumerate()
-                {
-                    if group_of[i] == g {
-                        cloth.land_pin_tracks(t_substep_end);
-                        cloth_stats.deadline_hit |= deadline.was_hit();
-                    }
-                }
             }
             if self.cloth_stats.iter().any(|s| s.deadline_hit) {
                 deadline.latch();
@@ -232,7 +317,7 @@ impl World {
             stats.merge(cloth_stats);
         }
         // The groups' shared stages: their data built this frame and their arenas.
-        stats.pool_overflows += groups_built;
+        stats.pool_overflows += groups_built + u32::from(schedule_grew);
         for group in &self.layers.groups {
             stats.arena_bytes += group.arena.used_bytes() as u64;
             stats.pool_overflows += u32::from(group.arena.grew());

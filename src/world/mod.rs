@@ -31,7 +31,9 @@ use crate::integrate::isometric_cloth::IsometricDesc;
 use crate::limits::{self, RangeError};
 use crate::mesh::MeshError;
 use crate::pipeline::StepEnv;
+use crate::runtime::arena::FrameArena;
 use crate::runtime::budget::{Budget, Clock, Governor, SystemClock};
+use crate::runtime::executor::{Executor, TaskDispatcher, TaskError};
 use crate::runtime::stats::FrameStats;
 use crate::state::StateHasher;
 use bodies::Body;
@@ -128,6 +130,16 @@ pub enum StepError {
         /// Its name.
         second_name: String,
     },
+    /// The host's task dispatcher ([`World::set_task_dispatcher`]) broke its contract, or a
+    /// task panicked (caught inside the task). The cloths whose tasks ran have taken the
+    /// substep; the frame is not counted.
+    #[error("frame {frame}: {error}")]
+    Tasks {
+        /// The frame that failed.
+        frame: u64,
+        /// What went wrong.
+        error: TaskError,
+    },
 }
 
 /// The world: cloths, colliders, settings and time.
@@ -161,6 +173,10 @@ pub struct World {
     clock: Arc<dyn Clock>,
     /// The host's rayon pool; `None` runs in whatever pool calls `step`.
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Who runs the substeps' independent units: rayon, or the host's dispatcher.
+    executor: Executor,
+    /// The substep's units of work (`frame.rs`), reset every substep.
+    schedule: FrameArena,
     /// Adapts the CG cap across frames (`Budget::governor`).
     governor: Governor,
     /// One frame's statistics per cloth, filled while the cloths step in
@@ -198,6 +214,8 @@ impl World {
             obstacle_ids: Ids::default(),
             clock: Arc::new(SystemClock::new()),
             pool: None,
+            executor: Executor::Rayon,
+            schedule: FrameArena::default(),
             governor: Governor::new(&settings.budget),
             cloth_stats: Vec::new(),
             layers: layers::Layers::default(),
@@ -226,6 +244,22 @@ impl World {
             .build()?;
         self.pool = Some(Arc::new(pool));
         Ok(())
+    }
+
+    /// Runs the independent units of every later [`World::step`] (the cloths and groups of
+    /// cloths that cannot touch in a substep) as tasks of the host's job system; `None`
+    /// returns to rayon (the pool of [`World::set_thread_pool`]). Under a dispatcher the whole
+    /// step runs on the calling thread and the dispatcher's: every parallel loop inside a
+    /// cloth runs inline in its task, in the same chunks, so `state_hash` is the same as with
+    /// any pool (`runtime::executor`, `docs/methods/threading.md`).
+    pub fn set_task_dispatcher(&mut self, dispatcher: Option<Arc<dyn TaskDispatcher>>) {
+        self.executor = dispatcher.map_or(Executor::Rayon, Executor::Host);
+    }
+
+    /// Whether a host's task dispatcher runs the steps.
+    #[must_use]
+    pub fn has_task_dispatcher(&self) -> bool {
+        matches!(self.executor, Executor::Host(_))
     }
 
     /// The pool `step` runs in, if the host set one.
@@ -279,6 +313,7 @@ impl World {
             .set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
         self.layers.reset(self.cloths.len());
+        self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
         self.cloth_ids.push().expect(ID_SPACE)
     }
 
@@ -437,6 +472,7 @@ impl World {
     fn share_obstacles_with_cloths(&mut self) {
         // The groups' shared stages hold the old obstacle soup.
         self.layers.reset(self.cloths.len());
+        self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
         for c in &mut self.cloths {
             c.sim
                 .collision

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::runtime::executor::parallel_here;
 
 impl ClothCollision {
     /// The substep's one full search: fills `candidates` with every point–triangle and edge–edge
@@ -440,7 +441,7 @@ impl NeighbourTests {
             .tests
             .par_chunks(NEIGHBOUR_CHUNK)
             .zip(self.bufs.par_iter_mut());
-        if self.tests.len() >= EMIT_PARALLEL_MIN {
+        if self.tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
             chunks.for_each(work);
         } else {
             self.tests
@@ -672,7 +673,7 @@ pub(super) fn emit_chunked(
     };
     let active = &mut bufs[..chunks];
     let work_size = ws.pairs().len() + neighbours.map_or(0, |nt| nt.tests.len());
-    grew |= if work_size >= EMIT_PARALLEL_MIN {
+    grew |= if work_size >= EMIT_PARALLEL_MIN && parallel_here() {
         active
             .par_iter_mut()
             .enumerate()

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::runtime::executor::parallel_here;
 
 /// Candidates per parallel detection task (fixed, so the work split does not
 /// depend on the thread count; each flag depends on its candidate alone).
@@ -26,7 +27,7 @@ pub(super) fn detect_parallel(
             *f = test(c);
         }
     };
-    if candidates.len() >= DETECT_PARALLEL_MIN {
+    if candidates.len() >= DETECT_PARALLEL_MIN && parallel_here() {
         found
             .as_mut_slice()
             .par_chunks_mut(DETECT_CHUNK)
