@@ -42,13 +42,18 @@ pub(super) fn detect_parallel(
 /// closer than `eta` (m). Edge–edge: the segments' closest points are within
 /// `eta`, so their boxes grown by `eta` overlap. Point–triangle
 /// ([`proximity_point_triangle`]): the point is within `eta` of the plane and
-/// its projection has barycentric weights in `[−δ, 1 + δ]`, `δ = eta / L`
-/// (L the longest edge), i.e. lies within `3 δ L = 3 eta` of the triangle's
-/// box on every axis — `4 eta` in all. Grown by 1 % and 1 µm for f32/f64
-/// rounding.
+/// its projection `q = Σ w_k x_k` has barycentric weights in `[−δ, 1 + δ]`,
+/// `δ = eta / L` (L the longest edge). On any axis `q − max_k x_k = Σ w_k (x_k − max)`,
+/// at most the sum of the negative weights' magnitudes times the triangle's extent
+/// on that axis; that sum is at most δ (one negative weight is ≥ −δ; with two, the
+/// third is `1 + |w_a| + |w_b| ≤ 1 + δ`), and the extent is at most L, so `q` lies
+/// within `δ L = eta` of the triangle's box (below its minimum likewise), and the
+/// point within `eta` of `q`: `2 eta` in all. A sliver's CCD contact
+/// (`ccd::degenerate_triangle_hit`) is within `eta` of the solid triangle, inside
+/// that. Grown by 1 % and 1 µm for f32/f64 rounding.
 pub(super) fn margin(kind: Kind, eta: f64) -> f32 {
     let k = match kind {
-        Kind::PointTriangle => 4.0,
+        Kind::PointTriangle => 2.0,
         Kind::EdgeEdge => 1.0,
     };
     (k * 1.01 * eta + 1e-6) as f32

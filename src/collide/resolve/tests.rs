@@ -733,3 +733,67 @@ fn a_pair_of_two_cloths_is_close_within_the_larger_thickness() {
     assert_eq!(shared_pair_proximities(0.001, [0.004, 0.004], true), 0);
     assert!(shared_pair_proximities(0.001, [0.004, 0.004], false) > 0);
 }
+
+/// The point–triangle box margin is conservative: every point the proximity test accepts lies
+/// within it of the triangle's box, for triangles of every shape, points sampled at the edge of
+/// the acceptance band (barycentric weights around `[−δ, 1 + δ]`, plane distances around η).
+/// The largest excess seen comes close to what the geometry allows (at most √2 η: the plane's share and
+/// the weights' share of one axis cannot both be whole).
+#[test]
+fn point_triangle_margin_holds_every_accepted_point() {
+    let mut rng = Lcg(7);
+    let mut largest_excess = 0.0f32;
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let scale = 0.02 * (1.0 + rng.next());
+        let tri = [rng.vec(scale), rng.vec(scale), rng.vec(scale)];
+        let eta = 0.004 * (1.1 + rng.next()) as f64;
+        let d = tri.map(Vec3::as_dvec3);
+        let longest = (d[1] - d[0])
+            .length()
+            .max((d[2] - d[1]).length())
+            .max((d[0] - d[2]).length());
+        let delta = eta / longest;
+        let n = (d[1] - d[0]).cross(d[2] - d[0]);
+        if n.length() <= 0.0 {
+            continue;
+        }
+        let n = n.normalize();
+        // Weights near the band's corners: one or two at −δ, a little beyond either way.
+        let mut w = [0.0f64; 3];
+        for wk in &mut w {
+            let r = f64::from(rng.next());
+            *wk = if r < -0.3 {
+                -delta * (1.0 + 0.05 * f64::from(rng.next()))
+            } else {
+                0.5 + 0.5 * r
+            };
+        }
+        let sum: f64 = w.iter().sum();
+        if sum.abs() < 1e-9 {
+            continue;
+        }
+        let q = d[0] * w[0] / sum + d[1] * w[1] / sum + d[2] * w[2] / sum;
+        let p = (q + n * eta * f64::from(rng.next())).as_vec3();
+        if proximity_point_triangle(p.as_dvec3(), d, eta).is_none() {
+            continue;
+        }
+        accepted += 1;
+        let m = margin(Kind::PointTriangle, eta);
+        assert!(
+            near(&[p], &tri, m),
+            "an accepted point lies outside the margin: p {p:?}, tri {tri:?}, eta {eta}"
+        );
+        let (lo, hi) = tri.iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), x| (lo.min(*x), hi.max(*x)),
+        );
+        let excess = (lo - p).max(p - hi).max_element() / eta as f32;
+        largest_excess = largest_excess.max(excess);
+    }
+    assert!(accepted > 1000, "only {accepted} points accepted");
+    assert!(
+        largest_excess > 1.2,
+        "the samples came no closer than {largest_excess} η to the bound"
+    );
+}
