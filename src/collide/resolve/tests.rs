@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use glam::Vec2;
 
+use super::detect::stay_apart;
 use super::*;
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::mesh::generate::{GridSpec, grid};
@@ -796,4 +797,47 @@ fn point_triangle_margin_holds_every_accepted_point() {
         largest_excess > 1.2,
         "the samples came no closer than {largest_excess} η to the bound"
     );
+}
+
+/// The start-distance pre-test of CCD never excludes a hit: random point–triangle and edge–edge
+/// stencils, a few CCD tolerances apart (or ten times that) and moving about as far, are tested by both; every
+/// stencil CCD hits passes the pre-test, and the pre-test excludes a share of the misses.
+#[test]
+fn ccd_distance_pretest_keeps_every_hit() {
+    let mut rng = Lcg(11);
+    let eta_c = 4e-5;
+    let (mut hits, mut excluded) = (0, 0);
+    for i in 0..40_000 {
+        let kind = if i % 2 == 0 {
+            Kind::PointTriangle
+        } else {
+            Kind::EdgeEdge
+        };
+        let size = 0.0156;
+        let reach = eta_c as f32 * (1.0 + 4.0 * (1.0 + rng.next()));
+        let base = [rng.vec(size), rng.vec(size), rng.vec(size), rng.vec(size)];
+        // Bring side A next to side B: its first vertex within a few tolerances of B's first
+        // (every other pair of stencils ten times farther).
+        let spread = if (i / 2) % 2 == 0 { 1.0 } else { 10.0 };
+        let shift = base[2] - base[0] + rng.vec(reach * spread);
+        let start: [DVec3; 4] = std::array::from_fn(|k| {
+            let a_side = if kind == Kind::PointTriangle {
+                k < 1
+            } else {
+                k < 2
+            };
+            (if a_side { base[k] + shift } else { base[k] }).as_dvec3()
+        });
+        let end: [DVec3; 4] = std::array::from_fn(|k| start[k] + rng.vec(reach).as_dvec3());
+        let hit = ccd(kind, start, end, eta_c).is_some();
+        let apart = stay_apart(kind, &start, &end, eta_c);
+        assert!(
+            !(hit && apart),
+            "the pre-test excluded a hit: {kind:?} {start:?} -> {end:?}"
+        );
+        hits += usize::from(hit);
+        excluded += usize::from(apart);
+    }
+    assert!(hits > 500, "only {hits} hits");
+    assert!(excluded > 5_000, "only {excluded} stencils excluded");
 }
