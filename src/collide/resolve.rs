@@ -86,7 +86,9 @@ use super::ccd::{
 };
 use super::impact_zones::ImpactZones;
 use super::last_resort::LastResort;
-use super::proximity::{proximity_edge_edge, proximity_point_triangle};
+use super::proximity::{
+    closest_point_triangle, closest_points_edge_edge, proximity_edge_edge, proximity_point_triangle,
+};
 use super::response::{self, Stencil};
 use super::shapes::{ColliderView, Shape};
 use super::smoothing::{SmoothingReport, VelocitySmoother};

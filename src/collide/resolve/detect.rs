@@ -43,13 +43,18 @@ pub(super) fn detect_parallel(
 /// closer than `eta` (m). Edge–edge: the segments' closest points are within
 /// `eta`, so their boxes grown by `eta` overlap. Point–triangle
 /// ([`proximity_point_triangle`]): the point is within `eta` of the plane and
-/// its projection has barycentric weights in `[−δ, 1 + δ]`, `δ = eta / L`
-/// (L the longest edge), i.e. lies within `3 δ L = 3 eta` of the triangle's
-/// box on every axis — `4 eta` in all. Grown by 1 % and 1 µm for f32/f64
-/// rounding.
+/// its projection `q = Σ w_k x_k` has barycentric weights in `[−δ, 1 + δ]`,
+/// `δ = eta / L` (L the longest edge). On any axis `q − max_k x_k = Σ w_k (x_k − max)`,
+/// at most the sum of the negative weights' magnitudes times the triangle's extent
+/// on that axis; that sum is at most δ (one negative weight is ≥ −δ; with two, the
+/// third is `1 + |w_a| + |w_b| ≤ 1 + δ`), and the extent is at most L, so `q` lies
+/// within `δ L = eta` of the triangle's box (below its minimum likewise), and the
+/// point within `eta` of `q`: `2 eta` in all. A sliver's CCD contact
+/// (`ccd::degenerate_triangle_hit`) is within `eta` of the solid triangle, inside
+/// that. Grown by 1 % and 1 µm for f32/f64 rounding.
 pub(super) fn margin(kind: Kind, eta: f64) -> f32 {
     let k = match kind {
-        Kind::PointTriangle => 4.0,
+        Kind::PointTriangle => 2.0,
         Kind::EdgeEdge => 1.0,
     };
     (k * 1.01 * eta + 1e-6) as f32
@@ -108,17 +113,53 @@ pub(super) fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: 
     }
 }
 
+/// Conservative pre-test of [`ccd`] for features that stay apart: true when the features are
+/// farther apart at the start than their relative motion can close to a contact within `eta_c`.
+///
+/// The distance between the two sides is 1-Lipschitz in their relative displacement: at time
+/// `t` every point of side A (a convex combination of its vertices) has moved by the same
+/// combination of their displacements `d_i`, and likewise on side B, so any pair of points
+/// has come closer by at most `t max_{i,j} |d_i − d_j|` (`i` over A's vertices, `j` over B's).
+/// A hit at time `s` needs the features within `2 eta_c` of each other: an edge–edge hit within
+/// `eta_c` ([`proximity_edge_edge`]); a point–triangle hit within `eta_c` of the plane with the
+/// projection's negative weights summing to at most `δ = eta_c / L` (see [`margin`]), which puts
+/// it within `δ L = eta_c` of the solid triangle, `2 eta_c` in all (a sliver's hit: within `eta_c`).
+/// So a start distance beyond `2 eta_c` plus that largest relative displacement (grown by 1 %
+/// and 1 nm for rounding) excludes every hit, and the costly root isolation of near-coplanar
+/// neighbours moving together is skipped without changing any result. NaN never excludes.
+#[inline]
+pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f64) -> bool {
+    let split = match kind {
+        Kind::PointTriangle => 1,
+        Kind::EdgeEdge => 2,
+    };
+    let d: [DVec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
+    let mut closing = 0.0f64;
+    for a in &d[..split] {
+        for b in &d[split..] {
+            closing = closing.max((*a - *b).length_squared());
+        }
+    }
+    let distance = match kind {
+        Kind::PointTriangle => {
+            let (closest, _) = closest_point_triangle(start[0], [start[1], start[2], start[3]]);
+            (start[0] - closest).length()
+        }
+        Kind::EdgeEdge => {
+            closest_points_edge_edge([start[0], start[1]], [start[2], start[3]]).distance
+        }
+    };
+    distance - closing.sqrt() > 2.0 * 1.01 * eta_c + 1e-9
+}
+
 /// Whether a stencil moving from `start` to `end` collides within `eta_c`: the cheap swept-box
-/// test, then CCD.
+/// test, the start-distance test ([`stay_apart`]), then CCD.
 pub(super) fn collides(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
-    swept_near(kind, start, end, eta_c)
-        && ccd(
-            kind,
-            start.map(Vec3::as_dvec3),
-            end.map(Vec3::as_dvec3),
-            eta_c,
-        )
-        .is_some()
+    if !swept_near(kind, start, end, eta_c) {
+        return false;
+    }
+    let (start, end) = (start.map(Vec3::as_dvec3), end.map(Vec3::as_dvec3));
+    !stay_apart(kind, &start, &end, eta_c) && ccd(kind, start, end, eta_c).is_some()
 }
 
 pub(super) fn ccd(kind: Kind, start: [DVec3; 4], end: [DVec3; 4], eta_c: f64) -> Option<CcdHit> {

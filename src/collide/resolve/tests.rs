@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use glam::Vec2;
 
+use super::detect::stay_apart;
 use super::*;
 use crate::collide::shapes::{Motion, Pose, Shape};
 use crate::mesh::generate::{GridSpec, grid};
@@ -732,4 +733,111 @@ fn a_pair_of_two_cloths_is_close_within_the_larger_thickness() {
     // Told not to collide: never close.
     assert_eq!(shared_pair_proximities(0.001, [0.004, 0.004], true), 0);
     assert!(shared_pair_proximities(0.001, [0.004, 0.004], false) > 0);
+}
+
+/// The point–triangle box margin is conservative: every point the proximity test accepts lies
+/// within it of the triangle's box, for triangles of every shape, points sampled at the edge of
+/// the acceptance band (barycentric weights around `[−δ, 1 + δ]`, plane distances around η).
+/// The largest excess seen comes close to what the geometry allows (at most √2 η: the plane's share and
+/// the weights' share of one axis cannot both be whole).
+#[test]
+fn point_triangle_margin_holds_every_accepted_point() {
+    let mut rng = Lcg(7);
+    let mut largest_excess = 0.0f32;
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let scale = 0.02 * (1.0 + rng.next());
+        let tri = [rng.vec(scale), rng.vec(scale), rng.vec(scale)];
+        let eta = 0.004 * (1.1 + rng.next()) as f64;
+        let d = tri.map(Vec3::as_dvec3);
+        let longest = (d[1] - d[0])
+            .length()
+            .max((d[2] - d[1]).length())
+            .max((d[0] - d[2]).length());
+        let delta = eta / longest;
+        let n = (d[1] - d[0]).cross(d[2] - d[0]);
+        if n.length() <= 0.0 {
+            continue;
+        }
+        let n = n.normalize();
+        // Weights near the band's corners: one or two at −δ, a little beyond either way.
+        let mut w = [0.0f64; 3];
+        for wk in &mut w {
+            let r = f64::from(rng.next());
+            *wk = if r < -0.3 {
+                -delta * (1.0 + 0.05 * f64::from(rng.next()))
+            } else {
+                0.5 + 0.5 * r
+            };
+        }
+        let sum: f64 = w.iter().sum();
+        if sum.abs() < 1e-9 {
+            continue;
+        }
+        let q = d[0] * w[0] / sum + d[1] * w[1] / sum + d[2] * w[2] / sum;
+        let p = (q + n * eta * f64::from(rng.next())).as_vec3();
+        if proximity_point_triangle(p.as_dvec3(), d, eta).is_none() {
+            continue;
+        }
+        accepted += 1;
+        let m = margin(Kind::PointTriangle, eta);
+        assert!(
+            near(&[p], &tri, m),
+            "an accepted point lies outside the margin: p {p:?}, tri {tri:?}, eta {eta}"
+        );
+        let (lo, hi) = tri.iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), x| (lo.min(*x), hi.max(*x)),
+        );
+        let excess = (lo - p).max(p - hi).max_element() / eta as f32;
+        largest_excess = largest_excess.max(excess);
+    }
+    assert!(accepted > 1000, "only {accepted} points accepted");
+    assert!(
+        largest_excess > 1.2,
+        "the samples came no closer than {largest_excess} η to the bound"
+    );
+}
+
+/// The start-distance pre-test of CCD never excludes a hit: random point–triangle and edge–edge
+/// stencils, a few CCD tolerances apart (or ten times that) and moving about as far, are tested by both; every
+/// stencil CCD hits passes the pre-test, and the pre-test excludes a share of the misses.
+#[test]
+fn ccd_distance_pretest_keeps_every_hit() {
+    let mut rng = Lcg(11);
+    let eta_c = 4e-5;
+    let (mut hits, mut excluded) = (0, 0);
+    for i in 0..40_000 {
+        let kind = if i % 2 == 0 {
+            Kind::PointTriangle
+        } else {
+            Kind::EdgeEdge
+        };
+        let size = 0.0156;
+        let reach = eta_c as f32 * (1.0 + 4.0 * (1.0 + rng.next()));
+        let base = [rng.vec(size), rng.vec(size), rng.vec(size), rng.vec(size)];
+        // Bring side A next to side B: its first vertex within a few tolerances of B's first
+        // (every other pair of stencils ten times farther).
+        let spread = if (i / 2) % 2 == 0 { 1.0 } else { 10.0 };
+        let shift = base[2] - base[0] + rng.vec(reach * spread);
+        let start: [DVec3; 4] = std::array::from_fn(|k| {
+            let a_side = if kind == Kind::PointTriangle {
+                k < 1
+            } else {
+                k < 2
+            };
+            (if a_side { base[k] + shift } else { base[k] }).as_dvec3()
+        });
+        let end: [DVec3; 4] = std::array::from_fn(|k| start[k] + rng.vec(reach).as_dvec3());
+        let hit = ccd(kind, start, end, eta_c).is_some();
+        let apart = stay_apart(kind, &start, &end, eta_c);
+        assert!(
+            !(hit && apart),
+            "the pre-test excluded a hit: {kind:?} {start:?} -> {end:?}"
+        );
+        hits += usize::from(hit);
+        excluded += usize::from(apart);
+    }
+    assert!(hits > 500, "only {hits} hits");
+    assert!(excluded > 5_000, "only {excluded} stencils excluded");
 }
