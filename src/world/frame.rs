@@ -193,12 +193,21 @@ impl World {
                     }
                 }
                 let mut deadline = frame_deadline.clone();
-                pipeline::substep_group(
+                let step_group = if group.isometric {
+                    pipeline::substep_isometric_group
+                } else {
+                    pipeline::substep_group
+                };
+                step_group(
                     &mut members,
                     group,
                     arena.bump(),
                     views,
-                    &obstacles,
+                    if group.isometric {
+                        &obstacles_isometric
+                    } else {
+                        &obstacles
+                    },
                     &settings,
                     h,
                     &mut deadline,

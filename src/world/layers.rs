@@ -1,7 +1,7 @@
 //! Cloths that meet each other: the groups whose collision stage is shared in a substep
 //! (`docs/methods/cloth-layers.md`).
 //!
-//! At the start of every substep each Baraff–Witkin cloth gets a *reach box*: the box of its
+//! At the start of every substep each cloth gets a *reach box*: the box of its
 //! vertices at x^n and at x^n + h v^n, grown by its thickness and by how far a vertex could
 //! stray from that straight path in the substep (`REACH_SAFETY` × (h |v|_max + h² |g|)). Cloths
 //! whose reach boxes overlap, and that may collide (neither was told not to collide with the
@@ -40,6 +40,8 @@ pub(crate) const ALONE: u32 = u32::MAX;
 pub(crate) struct Group {
     /// The members' cloth indices, ascending (creation order).
     pub(crate) members: Vec<u32>,
+    /// The members are isometric (a group holds one model only).
+    pub(crate) isometric: bool,
     pub(crate) collision: ClothCollision,
     /// The stage's own settings ([`stage_settings`]), set every substep.
     pub(crate) settings: CollisionSettings,
@@ -79,6 +81,7 @@ impl Group {
         let ntri: usize = meshes.iter().map(|m| m.triangles.len()).sum();
         Self {
             members: members.to_vec(),
+            isometric: cloths[members[0] as usize].isometric.is_some(),
             collision,
             settings: CollisionSettings::default(),
             member_settings: Vec::with_capacity(members.len()),
@@ -108,6 +111,11 @@ impl Group {
                 .iter()
                 .map(|&i| &cloths[i as usize].collision_settings),
         );
+        if self.isometric {
+            // The isometric step runs its passes without the strain limiter (its rows are the
+            // strain limit, `integrate::isometric_cloth`).
+            self.settings.strain_limit = None;
+        }
         let members = &self.members;
         self.collision
             .set_members(&self.member_settings, |a, b| apart(members[a], members[b]));
@@ -162,7 +170,7 @@ pub(crate) struct Layers {
     /// Every group met so far.
     pub(crate) groups: Vec<Group>,
     scratch: Vec<u32>,
-    /// Pairs of an isometric cloth and another cloth whose reach boxes met, this frame.
+    /// Pairs of an isometric and a Baraff–Witkin cloth whose reach boxes met, this frame.
     pub(crate) unsupported: u32,
 }
 
@@ -226,7 +234,7 @@ impl Layers {
                 if !self.reach[i].overlaps(&self.reach[j]) || self.kept_apart(i as u32, j as u32) {
                     continue;
                 }
-                if cloths[i].isometric.is_some() || cloths[j].isometric.is_some() {
+                if cloths[i].isometric.is_some() != cloths[j].isometric.is_some() {
                     self.unsupported += 1;
                     continue;
                 }
@@ -310,7 +318,7 @@ fn reach_box(cloth: &Cloth, h: f32, g: Vec3) -> Aabb {
 }
 
 impl Layers {
-    /// The first pair (creation order) of an isometric cloth and another cloth that may touch
+    /// The first pair (creation order) of an isometric and a Baraff–Witkin cloth that may touch
     /// during a frame of length `dt` under gravity `g` and were not told not to collide.
     pub(crate) fn unsupported_pair(
         &self,
@@ -323,7 +331,7 @@ impl Layers {
         }
         for (i, a) in cloths.iter().enumerate() {
             for (j, b) in cloths.iter().enumerate().skip(i + 1) {
-                if (a.isometric.is_none() && b.isometric.is_none())
+                if a.isometric.is_some() == b.isometric.is_some()
                     || self.kept_apart(i as u32, j as u32)
                 {
                     continue;
