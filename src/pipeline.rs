@@ -21,11 +21,12 @@ use rayon::prelude::*;
 
 use glam::Vec3;
 
-use crate::collide::resolve::{ClothCollision, CollisionSettings, ObstacleMeshes};
+use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
 use crate::collide::strain_limit::StrainLimiter;
 use crate::integrate::contact::{ColliderView, Constraints, PinTarget};
 use crate::integrate::implicit_euler::{ImplicitEuler, ReactionSpan};
-use crate::integrate::isometric_cloth::IsometricCloth;
+use crate::integrate::isometric_cloth::{IsometricCloth, IsometricStepStats};
+use crate::integrate::projection::DirectSolveTimes;
 use crate::linalg::pcg::PcgSettings;
 use crate::model::wind::Wind;
 use crate::runtime::budget::{Budget, Deadline};
@@ -168,6 +169,19 @@ pub(crate) fn substep(
 
 /// A cloth of a group and its statistics.
 pub(crate) type Member<'a> = (&'a mut SimCloth, &'a mut FrameStats);
+
+/// The signature shared by [`substep_group`] and [`substep_isometric_group`]: the world picks
+/// one by the group's model.
+pub(crate) type GroupStep = fn(
+    &mut [Member<'_>],
+    &mut SharedStage,
+    &Bump,
+    &[ColliderView],
+    &ObstacleMeshes<'_>,
+    &StepEnv<'_>,
+    f32,
+    &mut Deadline,
+);
 
 /// Advances the cloths of a group (formed by the world: `world::layers`) by `h` together: each member's own stages
 /// in parallel, one collision stage over all their vertices (the group's shared
@@ -478,8 +492,7 @@ fn advance_isometric(
     };
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     let budget = settings.budget;
-    let overflows_before = model.contact_overflows();
-    let direct_before = model.direct_solve_times();
+    let before = IsometricCounters::of(model);
     let mut should_stop = || deadline.passed();
     let report = model.step(
         h,
@@ -497,9 +510,39 @@ fn advance_isometric(
         budget.cg_max_iterations,
         &mut should_stop,
     );
+    add_isometric_step(stats, model, before, &report);
+    lap(stats, Stage::Solve, t);
+    z.end();
+    stats.substeps += 1;
+}
+
+/// The isometric model's running counters, read before a step ([`add_isometric_step`]).
+#[derive(Clone, Copy)]
+struct IsometricCounters {
+    overflows: u32,
+    direct: DirectSolveTimes,
+}
+
+impl IsometricCounters {
+    fn of(model: &IsometricCloth) -> Self {
+        IsometricCounters {
+            overflows: model.contact_overflows(),
+            direct: model.direct_solve_times(),
+        }
+    }
+}
+
+/// Folds one isometric step (`report`; the model's counters were `before` it) into `stats`.
+fn add_isometric_step(
+    stats: &mut FrameStats,
+    model: &IsometricCloth,
+    before: IsometricCounters,
+    report: &IsometricStepStats,
+) {
     // The contact-row pool grows on overflow (each growth counted by the projector).
-    stats.pool_overflows += model.contact_overflows() - overflows_before;
+    stats.pool_overflows += model.contact_overflows() - before.overflows;
     let direct = model.direct_solve_times();
+    let direct_before = before.direct;
     stats.direct_assemble_ms += 1e3 * (direct.assemble_seconds - direct_before.assemble_seconds);
     stats.factor_ms += 1e3 * (direct.factor_seconds - direct_before.factor_seconds);
     stats.direct_solve_ms += 1e3 * (direct.solve_seconds - direct_before.solve_seconds);
@@ -522,9 +565,142 @@ fn advance_isometric(
     stats.newton_max_iterations = stats.newton_max_iterations.max(p.iterations);
     stats.newton_unconverged += p.unconverged;
     stats.contact_rows += report.contact_nodes;
-    lap(stats, Stage::Solve, t);
-    z.end();
-    stats.substeps += 1;
+}
+
+/// One substep of a group of isometric cloths (`world::layers`) that share the collision
+/// stage of Wang 2012 Table 3.1 (`docs/methods/cloth-layers.md`): each member's kinematics,
+/// prediction and first projection (line 2) in parallel; then passes of the shared stage over
+/// every member's `xⁿ → x_p`, each followed by every member's lines 4–5 in parallel (contact
+/// rows for the nodes the pass moved, wherever the collision came from, and the projection
+/// again), while any member projected again; the last pass, which saw every member, gives
+/// `x^{n+1}`; then each member's line 7. The shared stage's statistics go to the first
+/// member's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn substep_isometric_group(
+    members: &mut [Member<'_>],
+    group: &mut SharedStage,
+    arena: &Bump,
+    colliders: &[ColliderView],
+    obstacles: &ObstacleMeshes<'_>,
+    settings: &StepEnv<'_>,
+    h: f32,
+    deadline: &mut Deadline,
+) {
+    let budget = settings.budget;
+    let starts = arena.alloc_slice_fill_copy(members.len() + 1, 0usize);
+    for (k, (cloth, _)) in members.iter().enumerate() {
+        starts[k + 1] = starts[k] + cloth.state.positions().len();
+    }
+    let before = arena.alloc_slice_fill_iter(members.iter().map(|(cloth, _)| {
+        cloth
+            .isometric
+            .as_deref()
+            .map(IsometricCounters::of)
+            .expect("the members of an isometric group are isometric (world::layers)")
+    }));
+    let frame_deadline = &*deadline;
+    for_each(members.par_iter_mut(), |(cloth, stats)| {
+        let t = kinematics(cloth, settings, h, stats);
+        let z = profile::zone(Stage::Solve);
+        let mut deadline = frame_deadline.clone();
+        let SimCloth {
+            isometric,
+            state,
+            external,
+            air_damping,
+            pins,
+            collision_settings,
+            ..
+        } = &mut **cloth;
+        if let Some(model) = isometric.as_mut() {
+            model.begin_shared_step(
+                h,
+                state.positions(),
+                state.velocities(),
+                state.masses(),
+                state.inv_masses(),
+                external,
+                *air_damping,
+                pins,
+                collision_settings,
+                colliders,
+                budget.newton_max_iterations,
+                budget.cg_max_iterations,
+                &mut || deadline.passed(),
+            );
+        }
+        lap(stats, Stage::Solve, t);
+        z.end();
+    });
+    let none = CollisionStats::default();
+    loop {
+        for (k, (cloth, _)) in members.iter_mut().enumerate() {
+            let r = starts[k]..starts[k + 1];
+            if let Some(model) = cloth.isometric.as_mut() {
+                model.shared_pass_input(
+                    &mut group.x0[r.clone()],
+                    &mut group.v[r.clone()],
+                    &mut group.mass[r.clone()],
+                    &mut group.inv_mass[r],
+                );
+            }
+        }
+        let cs = group.collision.resolve_in(
+            arena,
+            &group.settings,
+            h,
+            &group.x0,
+            &mut group.v,
+            &group.mass,
+            &group.inv_mass,
+            obstacles,
+            &mut || deadline.passed(),
+        );
+        if let Some((_, stats)) = members.first_mut() {
+            stats.add_collisions(&cs);
+        }
+        let frame_deadline = &*deadline;
+        let v = &group.v;
+        let starts = &*starts;
+        let again = arena.alloc_slice_fill_copy(members.len(), false);
+        for_each(
+            members.par_iter_mut().zip(again.par_iter_mut()).enumerate(),
+            |(k, ((cloth, stats), again))| {
+                let t = Instant::now();
+                let mut deadline = frame_deadline.clone();
+                *again = cloth.isometric.as_mut().is_some_and(|model| {
+                    model.after_shared_pass(
+                        &v[starts[k]..starts[k + 1]],
+                        &none,
+                        colliders,
+                        &mut || deadline.passed(),
+                    )
+                });
+                lap(stats, Stage::Solve, t);
+            },
+        );
+        let again = again.iter().any(|&a| a);
+        if !again {
+            break;
+        }
+    }
+    let before = &*before;
+    for_each(members.par_iter_mut().enumerate(), |(k, (cloth, stats))| {
+        let t = Instant::now();
+        let SimCloth {
+            isometric,
+            state,
+            pins,
+            ..
+        } = &mut **cloth;
+        if let Some(model) = isometric.as_mut() {
+            let (x, v, _, _) = state.split_mut();
+            let report = model.end_shared_step(pins, x, v);
+            add_isometric_step(stats, model, before[k], &report);
+        }
+        lap(stats, Stage::Solve, t);
+        stats.substeps += 1;
+    });
 }
 
 /// One unconditional substep of length `h`.

@@ -5,6 +5,10 @@
 //! - `samples/c/drape.c`, built with `gcc -std=c99 -Wall -Wextra -Werror`
 //!   against the static and against the shared library, reproduces the state
 //!   hash of `samples/drape.toml` run through the scene loader;
+//! - `samples/c/layers.c`, three sheets built and stepped through the C ABI,
+//!   reproduces the state hash of `samples/layers.toml` over its first frames, and
+//!   with a lining sewn to its shell (`weft_cloth_set_collides_with(.., 0)`) the hash
+//!   of the same scene with that pair told not to collide (`World::set_cloths_collide`);
 //! - `tests/c/isometric.c` builds a pinned 9 × 9 isometric cloth
 //!   (`WEFT_MODEL_ISOMETRIC`), reads back its 4:1 subdivided mesh and
 //!   reproduces the state hash of the same cloth built through the Rust API;
@@ -260,6 +264,44 @@ fn drape_sample_reproduces_the_scene_hash() {
             "drape.c ({link:?}) and samples/drape.toml disagree"
         );
     }
+}
+
+/// Through the first contacts of the sheets (they meet from frame 12 on).
+const LAYERS_FRAMES: u32 = 16;
+
+#[test]
+fn layers_sample_reproduces_the_scene_hash_and_sews_a_lining() {
+    let scene = weft::scene::load(&root().join("samples/layers.toml")).expect("layers.toml loads");
+    let rust_hash = |sewn: bool| {
+        let mut world = scene.instantiate().expect("layers.toml instantiates");
+        if sewn {
+            let ids = world.cloth_ids().to_vec();
+            world
+                .set_cloths_collide(ids[1], ids[0], false)
+                .expect("middle and bottom exist");
+        }
+        for _ in 0..LAYERS_FRAMES {
+            world.step(scene.dt()).expect("layers.toml steps");
+        }
+        format!("{:016x}", world.state_hash())
+    };
+    let exe = build_c(&root().join("samples/c/layers.c"), "layers", Link::Static);
+    let frames = LAYERS_FRAMES.to_string();
+    let all = rust_hash(false);
+    let out = run(Command::new(&exe).arg(&frames));
+    assert_eq!(
+        printed_hash(&out),
+        all,
+        "layers.c and samples/layers.toml disagree"
+    );
+    let sewn = rust_hash(true);
+    assert_ne!(sewn, all, "sewing the lining changed nothing");
+    let out = run(Command::new(&exe).args([frames.as_str(), "sewn"]));
+    assert_eq!(
+        printed_hash(&out),
+        sewn,
+        "layers.c sewn and the Rust API disagree"
+    );
 }
 
 /// The cloth of `tests/c/isometric.c` through the Rust API: the same grid,

@@ -1,15 +1,20 @@
 //! The cloths of a world collide with each other (`docs/methods/cloth-layers.md`): layered
 //! samples checked by the independent checker at every frame (no two triangles of different
 //! cloths intersect, no cloth intersects itself, an obstacle or a collider), the same answer
-//! for any thread count, cloth pairs told not to collide left alone, and an isometric cloth
-//! refused next to another cloth it could touch.
+//! for any thread count, cloth pairs told not to collide left alone, two isometric cloths
+//! sharing their steps' collision stage, and an isometric cloth refused next to a
+//! Baraff–Witkin one it could touch.
 
 mod support;
 
 use std::path::Path;
 
+use glam::{Vec2, Vec3};
+use weft::collide::resolve::CollisionSettings;
+use weft::integrate::implicit_euler::BwSettings;
+use weft::mesh::{GridSpec, grid};
 use weft::scene::Scene;
-use weft::world::{StepError, World};
+use weft::world::{ClothDesc, StepError, World};
 
 fn load(sample: &str) -> (World, f32, u32) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -204,34 +209,168 @@ fn layered_cloths_step_the_same_on_any_thread_count() {
     }
 }
 
-/// An isometric cloth cannot share a collision stage: a frame in which it could touch another
-/// cloth is refused before anything changes, unless the pair is told not to collide.
+/// Two small isometric sheets (9 × 9 base grids, 0.4 m) stacked 3 cm apart over a sphere
+/// (`apart`: told not to collide).
+fn two_isometric_sheets(frames: u32, apart: bool) -> String {
+    let mut t = format!(
+        r#"frames = {frames}
+substeps = 2
+[solver]
+model = "isometric"
+[solver.isometric]
+strain_tolerance = 1e-3
+newton_max_iterations = 20
+contact_compliance = 1e-4
+contact_margin = 0.01
+contact_rounds = 2
+"#
+    );
+    for (name, y) in [("lower", 0.175), ("upper", 0.205)] {
+        let extra = if apart && name == "upper" {
+            "no_collide_with = [\"lower\"]\n"
+        } else {
+            ""
+        };
+        t += &format!(
+            r#"[[cloth]]
+name = "{name}"
+{extra}density = 0.1
+thickness = 0.004
+friction = 0.3
+[cloth.collision]
+self_collision = true
+[cloth.grid]
+vertices = [9, 9]
+size = [0.4, 0.4]
+centre = [0.0, {y}, 0.0]
+plane = "xz"
+"#
+        );
+    }
+    t += "[[collider]]\nshape = \"sphere\"\nradius = 0.15\nfriction = 0.3\n";
+    t
+}
+
+/// Two isometric cloths share the collision stage of their steps: dropped one on the other
+/// onto a sphere, no triangle of one ever crosses a triangle of the other (nor itself, nor the
+/// sphere), and the upper one comes to rest on the lower one.
 #[test]
-fn an_isometric_cloth_next_to_another_is_refused_unless_kept_apart() {
-    let text = |apart: bool| {
-        let mut t = String::from("frames = 1\n[solver]\nmodel = \"isometric\"\n");
-        for (name, y) in [("a", 0.4), ("b", 0.41)] {
-            let extra = if apart && name == "b" {
-                "no_collide_with = [\"a\"]\n"
-            } else {
-                ""
-            };
-            t += &format!(
-                "[[cloth]]\nname = \"{name}\"\n{extra}[cloth.grid]\nvertices = [5, 5]\nsize = [0.5, 0.5]\ncentre = [0.0, {y}, 0.0]\n"
+fn two_isometric_sheets_dropped_on_each_other_never_cross() {
+    let text = two_isometric_sheets(20, false);
+    let scene = Scene::from_toml(&text, Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    world.set_threads(1).unwrap_or_else(|e| panic!("{e}"));
+    let mut touched = false;
+    for frame in 0..scene.frames {
+        let stats = world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stats.layer_pairs_unsupported, 0, "frame {frame}");
+        assert_eq!(stats.last_resorts, 0, "frame {frame}: last resort taken");
+        if let Err(e) = support::check_world(&world, 1e-3) {
+            panic!("frame {frame}: {e}");
+        }
+        touched |= stats.proximity_pairs > 0;
+    }
+    assert!(touched, "the sheets never came close");
+    let h = centre_heights(&world);
+    let gap = h[1] - h[0];
+    assert!(
+        gap > 0.0 && gap < 0.02,
+        "upper centre {gap:.4} m above the lower one: {h:?}"
+    );
+}
+
+/// The same pair told not to collide falls through itself (the check above can fail), and a
+/// shared isometric stage gives the same state on any thread count.
+#[test]
+fn isometric_layers_step_the_same_on_any_thread_count_and_can_be_kept_apart() {
+    let run = |apart: bool, threads: usize| {
+        let text = two_isometric_sheets(12, apart);
+        let scene =
+            Scene::from_toml(&text, Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+        world.set_threads(threads).unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..scene.frames {
+            world.step(scene.dt()).unwrap_or_else(|e| panic!("{e}"));
+        }
+        world
+    };
+    let one = run(false, 1);
+    let two = run(false, 2);
+    assert_eq!(
+        one.state_hash(),
+        two.state_hash(),
+        "2 threads differ from 1"
+    );
+    let apart = run(true, 1);
+    assert!(
+        !support::intersections_between(&apart, 0, 1).is_empty(),
+        "the upper sheet should have fallen through the lower one"
+    );
+}
+
+/// A world of the lower isometric sheet of [`two_isometric_sheets`] and a Baraff–Witkin sheet
+/// 1 cm above it (`apart`: told not to collide with it).
+fn isometric_under_baraff_witkin(apart: bool) -> World {
+    let text = two_isometric_sheets(1, false);
+    let lower = text
+        .find("[[cloth]]\nname = \"upper\"")
+        .expect("the upper sheet's table");
+    let collider = text.find("[[collider]]").expect("the sphere's table");
+    let text = format!("{}{}", &text[..lower], &text[collider..]);
+    let scene = Scene::from_toml(&text, Path::new("mixed.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    let mesh = grid(&GridSpec {
+        nx: 9,
+        ny: 9,
+        size: Vec2::splat(0.4),
+        centre: Vec3::new(0.0, 0.185, 0.0),
+        ..GridSpec::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let upper = world
+        .add_cloth(ClothDesc {
+            name: "upper".into(),
+            mesh,
+            density: 0.1,
+            thickness: 0.004,
+            friction: 0.3,
+            air_damping: 0.0,
+            model: BwSettings::default(),
+            pins: Vec::new(),
+            pin_velocity: Vec3::ZERO,
+            initial_velocity: Vec3::ZERO,
+            collision: CollisionSettings::default(),
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    if apart {
+        world
+            .set_cloths_collide(world.cloth_ids()[0], upper, false)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    world
+}
+
+/// An isometric and a Baraff–Witkin cloth cannot share a collision stage: a frame in which they
+/// could touch is refused before anything changes, naming the pair, unless the pair is told
+/// not to collide.
+#[test]
+fn an_isometric_cloth_next_to_a_baraff_witkin_one_is_refused_unless_kept_apart() {
+    let mut world = isometric_under_baraff_witkin(false);
+    let before = world.state_hash();
+    match world.step(1.0 / 60.0) {
+        Err(
+            e @ StepError::UnsupportedLayers {
+                first: 0,
+                second: 1,
+                ..
+            },
+        ) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("(lower)") && message.contains("(upper)"),
+                "{message}"
             );
         }
-        t
-    };
-    let scene =
-        Scene::from_toml(&text(false), Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
-    let before = world.state_hash();
-    match world.step(scene.dt()) {
-        Err(StepError::UnsupportedLayers {
-            first: 0,
-            second: 1,
-            ..
-        }) => {}
         other => panic!("expected UnsupportedLayers, got {other:?}"),
     }
     assert_eq!(
@@ -239,11 +378,9 @@ fn an_isometric_cloth_next_to_another_is_refused_unless_kept_apart() {
         before,
         "a refused frame changes nothing"
     );
-    let scene =
-        Scene::from_toml(&text(true), Path::new("iso.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let mut world = scene.instantiate().unwrap_or_else(|e| panic!("{e}"));
+    let mut world = isometric_under_baraff_witkin(true);
     world
-        .step(scene.dt())
+        .step(1.0 / 60.0)
         .unwrap_or_else(|e| panic!("kept apart: {e}"));
 }
 

@@ -349,6 +349,12 @@ pub struct IsometricStepper {
     v32_before: Vec<Vec3>,
     mass32: Vec<f32>,
     inv_mass32: Vec<f32>,
+
+    /// The step in progress: its report so far, the collision passes taken and the
+    /// projections after line 2 (line 5 and its repetitions).
+    report: IsometricReport,
+    passes: u32,
+    reprojections: u32,
 }
 
 impl IsometricStepper {
@@ -386,6 +392,9 @@ impl IsometricStepper {
             v32_before: vec![Vec3::ZERO; n],
             mass32: vec![0.0; n],
             inv_mass32: vec![0.0; n],
+            report: IsometricReport::default(),
+            passes: 0,
+            reprojections: 0,
         }
     }
 
@@ -439,6 +448,11 @@ impl IsometricStepper {
     /// their mass (for the collision stage; any value on pins). `should_stop` is the deadline
     /// (the collision fail-safe runs regardless).
     ///
+    /// The step in phases ([`IsometricStepper::begin_step`], then a collision pass and
+    /// [`IsometricStepper::after_pass`] while it asks for another pass,
+    /// [`IsometricStepper::end_step`]) with this stepper's own collision stage; a stage shared
+    /// with other cloths runs the same phases (`pipeline::substep_isometric_group`).
+    ///
     /// # Panics
     /// If a slice is not one entry per node or the families differ from those given to
     /// [`IsometricStepper::new`].
@@ -457,25 +471,67 @@ impl IsometricStepper {
         v: &mut [DVec3],
         should_stop: &mut dyn FnMut() -> bool,
     ) -> IsometricReport {
+        self.begin_step(
+            h,
+            families,
+            settings,
+            collision,
+            colliders,
+            mass,
+            inv_mass,
+            x,
+            should_stop,
+        );
+        loop {
+            let (stats, moved) = self.collide(h, collision, obstacles, x, should_stop);
+            if !self.after_pass(
+                h,
+                families,
+                settings,
+                collision,
+                colliders,
+                inv_mass,
+                x,
+                &stats,
+                moved,
+                should_stop,
+            ) {
+                break;
+            }
+        }
+        self.end_step(h, x, v)
+    }
+
+    /// Line 2 of Table 3.1 after [`IsometricStepper::predict`]: the projection of `x̃` into
+    /// `x_p`, the input of the first collision pass (line 3). `x` is `xⁿ`; the other arguments
+    /// are those of [`IsometricStepper::finish_step`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin_step(
+        &mut self,
+        h: f64,
+        families: &[RowFamily<'_>],
+        settings: &IsometricSettings,
+        collision: &CollisionSettings,
+        colliders: &[ColliderView],
+        mass: &[f64],
+        inv_mass: &[f64],
+        x: &[DVec3],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) {
         let n = x.len();
-        assert!(v.len() == n && mass.len() == n && inv_mass.len() == n);
-        let mut report = IsometricReport {
+        assert!(mass.len() == n && inv_mass.len() == n);
+        self.report = IsometricReport {
             integrator: self.time.current(),
             ..IsometricReport::default()
         };
+        self.passes = 0;
+        self.reprojections = 0;
         for i in 0..n {
             self.mass32[i] = mass[i] as f32;
             self.inv_mass32[i] = inv_mass[i] as f32;
         }
-
         let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
-        let near = Near {
-            colliders,
-            h,
-            thickness: f64::from(collision.thickness),
-            // The clearance is for rows that follow the colliders only.
-            sag_radius: if follow { self.longest_edge } else { 0.0 },
-        };
+        let near = self.near(settings, collision, colliders, h);
 
         // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
         // or with the rows that follow the colliders ([`IsometricSettings::follow_obstacles`]).
@@ -485,6 +541,7 @@ impl IsometricStepper {
         self.lift.fill(0.0);
         self.x_p.copy_from_slice(&self.x_tilde);
         let self_rows = follow && collision.self_collision;
+        let mut report = self.report;
         if follow {
             self.x_c.copy_from_slice(&self.x_tilde);
             report.speculative_nodes = self.add_band_rows(settings, &near, inv_mass, x);
@@ -516,12 +573,87 @@ impl IsometricStepper {
                 should_stop,
             );
         }
+        self.report = report;
+    }
 
-        // Line 3: collide on xⁿ → x_p.
-        let moved;
-        (report.collide_first, moved) = self.collide(h, collision, obstacles, x, should_stop);
-        report.fail_safe_moved = moved;
-        if settings.coupling == Coupling::Simultaneous && moved > 0 {
+    /// The input of the next collision pass: `xⁿ` (from `x`) and `v½ = (x_p − xⁿ)/h` in `f32`
+    /// into `x32` and `v32`, one entry per node, for a stage shared with other cloths; the
+    /// nodes' masses for it are [`IsometricStepper::pass_masses`]. Pass the stage's corrected
+    /// `v32` to [`IsometricStepper::take_pass`].
+    ///
+    /// # Panics
+    /// If a slice is not one entry per node.
+    pub fn pass_input(&mut self, h: f64, x: &[DVec3], x32: &mut [Vec3], v32: &mut [Vec3]) {
+        fill_pass(h, x, &self.x_p, x32, v32);
+        self.v32_before.copy_from_slice(v32);
+    }
+
+    /// The nodes' masses and inverse masses in `f32` for a collision pass (set by
+    /// [`IsometricStepper::begin_step`]).
+    #[must_use]
+    pub fn pass_masses(&self) -> (&[f32], &[f32]) {
+        (&self.mass32, &self.inv_mass32)
+    }
+
+    /// `x_c` from the velocities `v32` a shared collision pass left (its input was
+    /// [`IsometricStepper::pass_input`]): nodes the stage did not touch keep `x_p` exactly.
+    /// Returns how many nodes it moved.
+    pub fn take_pass(&mut self, h: f64, x: &[DVec3], v32: &[Vec3]) -> u32 {
+        take_collided(h, x, &self.x_p, v32, &self.v32_before, &mut self.x_c)
+    }
+
+    /// What follows a collision pass that moved `moved` nodes and did `stats`: line 3 or line 6
+    /// recorded, then lines 4–5 (the moved nodes get contact rows and the projection runs
+    /// again) when the coupling is simultaneous, the pass moved a node and the step may
+    /// reproject (line 5 once; then at most `contact_rounds` more, none past the deadline).
+    /// Returns whether it projected again: the step then needs another collision pass, whose
+    /// result becomes `x^{n+1}` unless it asks for yet another one.
+    ///
+    /// A stage shared with other cloths may run another pass for them after this one returned
+    /// false: its result is taken like this one's (a node it moves enters `x^{n+1}`
+    /// unprojected, or, when the step may still reproject, gets rows).
+    #[allow(clippy::too_many_arguments)]
+    pub fn after_pass(
+        &mut self,
+        h: f64,
+        families: &[RowFamily<'_>],
+        settings: &IsometricSettings,
+        collision: &CollisionSettings,
+        colliders: &[ColliderView],
+        inv_mass: &[f64],
+        x: &[DVec3],
+        stats: &CollisionStats,
+        moved: u32,
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> bool {
+        let n = x.len();
+        let first = self.passes == 0;
+        self.passes += 1;
+        if first {
+            self.report.collide_first = *stats;
+        } else {
+            self.report
+                .collide_second
+                .get_or_insert_with(CollisionStats::default)
+                .accumulate(stats);
+            self.report.fail_safe_moved_without_rows = (0..n)
+                .filter(|&i| self.contact_slot[i] == NO_SLOT && self.x_c[i] != self.x_p[i])
+                .count() as u32;
+        }
+        self.report.fail_safe_moved = moved;
+        if settings.coupling != Coupling::Simultaneous || moved == 0 {
+            return false;
+        }
+        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        let self_rows = follow && collision.self_collision;
+        let near = self.near(settings, collision, colliders, h);
+        let mut report = self.report;
+        if self.reprojections == 0 {
+            // After line 3 always; after a later pass of a shared stage (this cloth's first
+            // pass moved nothing) unless the deadline has passed.
+            if !first && should_stop() {
+                return false;
+            }
             // Line 4: contact rows at x_c (eq. 3.26, eq. 3.28). With rows that follow the
             // colliders, line 2's rows stay (they are re-linearised at every iterate) and the
             // nodes the stage moved, or brought into the band, get rows too.
@@ -529,7 +661,7 @@ impl IsometricStepper {
                 self.projection.clear_contacts();
                 self.contact_slot.fill(NO_SLOT);
             }
-            report.contact_nodes = self.add_contact_rows(settings, &near, inv_mass);
+            report.contact_nodes += self.add_contact_rows(settings, &near, inv_mass);
             report.speculative_nodes += if follow {
                 self.add_band_rows(settings, &near, inv_mass, x)
             } else {
@@ -541,46 +673,57 @@ impl IsometricStepper {
             report.second =
                 Some(self.project_from_collided(families, settings, &near, inv_mass, should_stop));
             self.count_active_self_rows(&mut report);
-            // Line 6: collide again, the fail-safe: the same stage as line 3 (Table 3.1).
+            // Line 6 is the next pass: the same stage as line 3 (Table 3.1), the fail-safe.
             // (Tried: a pass without repulsion and friction, since line 3's already acted; on
             // the net-on-sphere test it raised the largest strain from 8.7 % to 26 %.)
+        } else {
             // Lines 4–6 repeated while line 6 moves a node, at most `contact_rounds` times
             // (module doc): the moved nodes get (or update) their rows and the projection runs
-            // again, so that the pass whose result is kept moves as little as possible.
-            let mut rounds = 0;
-            loop {
-                let (stats, moved) = self.collide(h, collision, obstacles, x, should_stop);
-                report
-                    .collide_second
-                    .get_or_insert_with(CollisionStats::default)
-                    .accumulate(&stats);
-                report.fail_safe_moved = moved;
-                report.fail_safe_moved_without_rows = (0..n)
-                    .filter(|&i| self.contact_slot[i] == NO_SLOT && self.x_c[i] != self.x_p[i])
-                    .count() as u32;
-                // Past the deadline no further round starts: the pass just run is the
-                // fail-safe and what it moved is reported.
-                if moved == 0 || rounds >= settings.contact_rounds || should_stop() {
-                    break;
-                }
-                rounds += 1;
-                report.contact_nodes += self.add_contact_rows(settings, &near, inv_mass);
-                if follow {
-                    // Nodes line 6 moved into the band get their rows too.
-                    report.speculative_nodes += self.add_band_rows(settings, &near, inv_mass, x);
-                }
-                self.x_p.copy_from_slice(&self.x_c);
-                self.refresh_self_rows(self_rows, settings, &near, inv_mass, x, &mut report);
-                let rep =
-                    self.project_from_collided(families, settings, &near, inv_mass, should_stop);
-                self.count_active_self_rows(&mut report);
-                report.feedback.add(&rep);
+            // again, so that the pass whose result is kept moves as little as possible. Past
+            // the deadline no further round starts: the pass just run is the fail-safe and
+            // what it moved is reported.
+            if self.reprojections > settings.contact_rounds || should_stop() {
+                return false;
             }
+            report.contact_nodes += self.add_contact_rows(settings, &near, inv_mass);
+            if follow {
+                // Nodes line 6 moved into the band get their rows too.
+                report.speculative_nodes += self.add_band_rows(settings, &near, inv_mass, x);
+            }
+            self.x_p.copy_from_slice(&self.x_c);
+            self.refresh_self_rows(self_rows, settings, &near, inv_mass, x, &mut report);
+            let rep = self.project_from_collided(families, settings, &near, inv_mass, should_stop);
+            self.count_active_self_rows(&mut report);
+            report.feedback.add(&rep);
         }
+        self.report = report;
+        self.reprojections += 1;
+        true
+    }
 
-        // Line 7: velocity by the scheme of line 1; x ← x^{n+1}.
+    /// Line 7: velocity by the scheme of line 1 from the last pass's `x_c`; `x ← x^{n+1}`.
+    /// Returns what the step did.
+    pub fn end_step(&mut self, h: f64, x: &mut [DVec3], v: &mut [DVec3]) -> IsometricReport {
         self.time.finish(h, &self.x_c, x, v);
-        report
+        self.report
+    }
+
+    /// The analytic colliders as the rows see them this step.
+    fn near<'a>(
+        &self,
+        settings: &IsometricSettings,
+        collision: &CollisionSettings,
+        colliders: &'a [ColliderView],
+        h: f64,
+    ) -> Near<'a> {
+        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        Near {
+            colliders,
+            h,
+            thickness: f64::from(collision.thickness),
+            // The clearance is for rows that follow the colliders only.
+            sag_radius: if follow { self.longest_edge } else { 0.0 },
+        }
     }
 
     /// The self-contact rows of the next projection, found at its start iterate `x_p` and
@@ -843,11 +986,7 @@ impl IsometricStepper {
         x: &[DVec3],
         should_stop: &mut dyn FnMut() -> bool,
     ) -> (CollisionStats, u32) {
-        let n = x.len();
-        for i in 0..n {
-            self.x32[i] = x[i].as_vec3();
-            self.v32[i] = ((self.x_p[i] - x[i]) / h).as_vec3();
-        }
+        fill_pass(h, x, &self.x_p, &mut self.x32, &mut self.v32);
         self.v32_before.copy_from_slice(&self.v32);
         // The stage's candidate lists live in the stepper's own arena, rewound at every pass;
         // the deadline cuts its optional rounds short (the last resort still runs).
@@ -865,17 +1004,43 @@ impl IsometricStepper {
             should_stop,
         );
         stats.pool_grew |= self.arena.allocated_bytes() != capacity;
-        let mut moved = 0;
-        for i in 0..n {
-            if self.v32[i] == self.v32_before[i] {
-                self.x_c[i] = self.x_p[i];
-            } else {
-                self.x_c[i] = x[i] + h * self.v32[i].as_dvec3();
-                moved += 1;
-            }
-        }
+        let moved = take_collided(h, x, &self.x_p, &self.v32, &self.v32_before, &mut self.x_c);
         (stats, moved)
     }
+}
+
+/// A collision pass's input: `x32 = xⁿ` and `v32 = v½ = (x_p − xⁿ)/h` in `f32`.
+fn fill_pass(h: f64, x: &[DVec3], x_p: &[DVec3], x32: &mut [Vec3], v32: &mut [Vec3]) {
+    let n = x.len();
+    assert!(x_p.len() == n && x32.len() == n && v32.len() == n);
+    for i in 0..n {
+        x32[i] = x[i].as_vec3();
+        v32[i] = ((x_p[i] - x[i]) / h).as_vec3();
+    }
+}
+
+/// `x_c` from a collision pass: `xⁿ + h v` where the pass changed the velocity (`v` against
+/// `before`), `x_p` bit for bit elsewhere. Returns how many nodes it moved.
+fn take_collided(
+    h: f64,
+    x: &[DVec3],
+    x_p: &[DVec3],
+    v: &[Vec3],
+    before: &[Vec3],
+    x_c: &mut [DVec3],
+) -> u32 {
+    let n = x.len();
+    assert!(x_p.len() == n && v.len() == n && before.len() == n && x_c.len() == n);
+    let mut moved = 0;
+    for i in 0..n {
+        if v[i] == before[i] {
+            x_c[i] = x_p[i];
+        } else {
+            x_c[i] = x[i] + h * v[i].as_dvec3();
+            moved += 1;
+        }
+    }
+    moved
 }
 
 /// The analytic colliders as the projection's [`ContactGeometry`]

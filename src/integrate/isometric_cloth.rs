@@ -197,6 +197,12 @@ pub struct IsometricCloth {
     inv_mass: Vec<f64>,
     pins: Vec<(u32, DVec3)>,
     last: IsometricStepStats,
+    /// The step in progress: its length (s), the bending rows' potential weight, its settings
+    /// with the world's caps, and the collision settings of its passes (no strain limiter).
+    h: f64,
+    h_phi: f64,
+    settings: IsometricSettings,
+    collision: CollisionSettings,
 }
 
 impl IsometricCloth {
@@ -248,6 +254,7 @@ impl IsometricCloth {
             compliance: vec![0.0; constraints.len()],
             scales,
             stepper,
+            settings: desc.step,
             desc,
             x: rest.clone(),
             v: vec![DVec3::ZERO; n],
@@ -256,6 +263,9 @@ impl IsometricCloth {
             inv_mass: vec![0.0; n],
             pins: Vec::with_capacity(n),
             last: IsometricStepStats::default(),
+            h: 0.0,
+            h_phi: 0.0,
+            collision: CollisionSettings::default(),
             sub,
             constraints,
             bending,
@@ -363,6 +373,203 @@ impl IsometricCloth {
         pcg_cap: u32,
         should_stop: &mut dyn FnMut() -> bool,
     ) -> IsometricStepStats {
+        let h_phi = self.prepare(
+            h,
+            x,
+            v,
+            mass,
+            inv_mass,
+            external,
+            air_damping,
+            pins,
+            collision,
+            newton_cap,
+            pcg_cap,
+        );
+        let h = f64::from(h);
+        let residual = self.curvature.residual(&self.bending, h_phi);
+        let families = [
+            RowFamily {
+                set: &self.constraints,
+                role: RowRole::Proximal(&self.compliance),
+                linear: false,
+                scale: StrainScale::PerRow(&self.scales),
+            },
+            RowFamily {
+                set: &residual,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ];
+        let report = self.stepper.finish_step(
+            h,
+            &families,
+            &self.settings,
+            &self.collision,
+            obstacles,
+            colliders,
+            &self.mass,
+            &self.inv_mass,
+            &mut self.x,
+            &mut self.v,
+            should_stop,
+        );
+        self.finish(pins, x, v, &report)
+    }
+
+    /// [`IsometricCloth::step`] with a collision stage shared with other cloths
+    /// (`docs/methods/cloth-layers.md`), first phase: the step's prediction and line 2 of
+    /// Table 3.1. Then, for every pass of the shared stage,
+    /// [`IsometricCloth::shared_pass_input`] and [`IsometricCloth::after_shared_pass`], while
+    /// any cloth of the stage asks for another pass; then [`IsometricCloth::end_shared_step`].
+    /// The arguments are those of [`IsometricCloth::step`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin_shared_step(
+        &mut self,
+        h: f32,
+        x: &[Vec3],
+        v: &[Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+        external: &[Vec3],
+        air_damping: f32,
+        pins: &[PinTarget],
+        collision: &CollisionSettings,
+        colliders: &[ColliderView],
+        newton_cap: u32,
+        pcg_cap: u32,
+        should_stop: &mut dyn FnMut() -> bool,
+    ) {
+        let h_phi = self.prepare(
+            h,
+            x,
+            v,
+            mass,
+            inv_mass,
+            external,
+            air_damping,
+            pins,
+            collision,
+            newton_cap,
+            pcg_cap,
+        );
+        let residual = self.curvature.residual(&self.bending, h_phi);
+        let families = [
+            RowFamily {
+                set: &self.constraints,
+                role: RowRole::Proximal(&self.compliance),
+                linear: false,
+                scale: StrainScale::PerRow(&self.scales),
+            },
+            RowFamily {
+                set: &residual,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ];
+        self.stepper.begin_step(
+            f64::from(h),
+            &families,
+            &self.settings,
+            &self.collision,
+            colliders,
+            &self.mass,
+            &self.inv_mass,
+            &self.x,
+            should_stop,
+        );
+    }
+
+    /// The input of the next shared collision pass: `xⁿ` and `v½` into `x`, `v`, the masses
+    /// into `mass`, `inv_mass` (one entry per node of this cloth).
+    ///
+    /// # Panics
+    /// If a slice is not one entry per node.
+    pub fn shared_pass_input(
+        &mut self,
+        x: &mut [Vec3],
+        v: &mut [Vec3],
+        mass: &mut [f32],
+        inv_mass: &mut [f32],
+    ) {
+        self.stepper.pass_input(self.h, &self.x, x, v);
+        let (m, w) = self.stepper.pass_masses();
+        mass.copy_from_slice(m);
+        inv_mass.copy_from_slice(w);
+    }
+
+    /// Takes the velocities `v` a shared pass left on this cloth's nodes and goes on with the
+    /// step ([`IsometricStepper::after_pass`], with `stats` as the pass's statistics: the
+    /// stage's own are counted once, by the caller). Returns whether this cloth projected again
+    /// and so needs another pass.
+    pub fn after_shared_pass(
+        &mut self,
+        v: &[Vec3],
+        stats: &CollisionStats,
+        colliders: &[ColliderView],
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> bool {
+        let moved = self.stepper.take_pass(self.h, &self.x, v);
+        let residual = self.curvature.residual(&self.bending, self.h_phi);
+        let families = [
+            RowFamily {
+                set: &self.constraints,
+                role: RowRole::Proximal(&self.compliance),
+                linear: false,
+                scale: StrainScale::PerRow(&self.scales),
+            },
+            RowFamily {
+                set: &residual,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ];
+        self.stepper.after_pass(
+            self.h,
+            &families,
+            &self.settings,
+            &self.collision,
+            colliders,
+            &self.inv_mass,
+            &self.x,
+            stats,
+            moved,
+            should_stop,
+        )
+    }
+
+    /// The end of a shared step (line 7, pins on their targets, the `f32` state written).
+    pub fn end_shared_step(
+        &mut self,
+        pins: &[PinTarget],
+        x: &mut [Vec3],
+        v: &mut [Vec3],
+    ) -> IsometricStepStats {
+        let report = self.stepper.end_step(self.h, &mut self.x, &mut self.v);
+        self.finish(pins, x, v, &report)
+    }
+
+    /// The start of a step: host edits of the `f32` state taken over, masses, explicit
+    /// accelerations, compliances, pins, the prediction (line 1) and the step's settings with
+    /// the world's caps. Returns the potential weight `h_Φ` of the bending rows.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &mut self,
+        h: f32,
+        x: &[Vec3],
+        v: &[Vec3],
+        mass: &[f32],
+        inv_mass: &[f32],
+        external: &[Vec3],
+        air_damping: f32,
+        pins: &[PinTarget],
+        collision: &CollisionSettings,
+        newton_cap: u32,
+        pcg_cap: u32,
+    ) -> f64 {
         let n = self.x.len();
         assert!(x.len() == n && v.len() == n && mass.len() == n && inv_mass.len() == n);
         assert_eq!(external.len(), n);
@@ -393,48 +600,36 @@ impl IsometricCloth {
             .stepper
             .predict(h, &self.x, &self.v, &self.accel, &self.pins);
         self.bending.freeze_rotation(self.stepper.prediction());
-        let residual = self.curvature.residual(&self.bending, h_phi);
-        let families = [
-            RowFamily {
-                set: &self.constraints,
-                role: RowRole::Proximal(&self.compliance),
-                linear: false,
-                scale: StrainScale::PerRow(&self.scales),
-            },
-            RowFamily {
-                set: &residual,
-                role: RowRole::Residual,
-                linear: true,
-                scale: StrainScale::Untested,
-            },
-        ];
         let mut settings = self.desc.step;
         settings.projection.max_iterations = settings.projection.max_iterations.min(newton_cap);
         settings.projection.cg.max_iterations = settings.projection.cg.max_iterations.min(pcg_cap);
+        self.settings = settings;
         let mut collision = *collision;
         collision.strain_limit = None;
-        let report = self.stepper.finish_step(
-            h,
-            &families,
-            &settings,
-            &collision,
-            obstacles,
-            colliders,
-            &self.mass,
-            &self.inv_mass,
-            &mut self.x,
-            &mut self.v,
-            should_stop,
-        );
+        self.collision = collision;
+        self.h = h;
+        self.h_phi = h_phi;
+        h_phi
+    }
+
+    /// The end of a step after line 7: pins exactly on their targets, the `f32` state written,
+    /// the step's statistics kept and returned.
+    fn finish(
+        &mut self,
+        pins: &[PinTarget],
+        x: &mut [Vec3],
+        v: &mut [Vec3],
+        report: &IsometricReport,
+    ) -> IsometricStepStats {
         for p in pins {
             // Exactly on target (the projection keeps w = 0 nodes at x̃, which is the pose).
             self.x[p.vertex as usize] = p.target.as_dvec3();
         }
-        for i in 0..n {
+        for i in 0..self.x.len() {
             x[i] = self.x[i].as_vec3();
             v[i] = self.v[i].as_vec3();
         }
-        self.last = IsometricStepStats::from_report(&report);
+        self.last = IsometricStepStats::from_report(report);
         self.last
     }
 

@@ -126,12 +126,23 @@ impl UnitContext<'_> {
                 for (cloth, cloth_stats) in members.iter_mut() {
                     sims.push((&mut cloth.sim, &mut **cloth_stats));
                 }
-                pipeline::substep_group(
+                let (step_group, obstacles) = if group.isometric {
+                    (
+                        pipeline::substep_isometric_group as pipeline::GroupStep,
+                        self.obstacles_isometric,
+                    )
+                } else {
+                    (
+                        pipeline::substep_group as pipeline::GroupStep,
+                        self.obstacles,
+                    )
+                };
+                step_group(
                     &mut sims,
                     &mut group.stage,
                     arena.bump(),
                     self.views,
-                    self.obstacles,
+                    obstacles,
                     self.env,
                     h,
                     &mut deadline,

@@ -1,7 +1,7 @@
 //! Cloths that meet each other: the groups whose collision stage is shared in a substep
 //! (`docs/methods/cloth-layers.md`).
 //!
-//! At the start of every substep each Baraff–Witkin cloth gets a *reach box*: the box of its
+//! At the start of every substep each cloth gets a *reach box*: the box of its
 //! vertices at x^n and at x^n + h v^n, grown by its thickness and by how far a vertex could
 //! stray from that straight path in the substep (`REACH_SAFETY` × (h |v|_max + h² |g|)). Cloths
 //! whose reach boxes overlap, and that may collide (neither was told not to collide with the
@@ -41,6 +41,8 @@ pub(crate) const ALONE: u32 = u32::MAX;
 pub(crate) struct Group {
     /// The members' cloth indices, ascending (creation order).
     pub(crate) members: Vec<u32>,
+    /// The members are isometric (a group holds one model only).
+    pub(crate) isometric: bool,
     /// The shared stage the pipeline runs; its settings are [`stage_settings`] of the
     /// members', set every substep.
     pub(crate) stage: SharedStage,
@@ -76,6 +78,7 @@ impl Group {
         let ntri: usize = meshes.iter().map(|m| m.triangles.len()).sum();
         Self {
             members: members.to_vec(),
+            isometric: cloths[members[0] as usize].sim.isometric.is_some(),
             stage: SharedStage {
                 collision,
                 settings: CollisionSettings::default(),
@@ -107,6 +110,11 @@ impl Group {
                 .iter()
                 .map(|&i| &cloths[i as usize].sim.collision_settings),
         );
+        if self.isometric {
+            // The isometric step runs its passes without the strain limiter (its rows are the
+            // strain limit, `integrate::isometric_cloth`).
+            self.stage.settings.strain_limit = None;
+        }
         let members = &self.members;
         self.stage
             .collision
@@ -162,7 +170,7 @@ pub(crate) struct Layers {
     /// Every group met so far.
     pub(crate) groups: Vec<Group>,
     scratch: Vec<u32>,
-    /// Pairs of an isometric cloth and another cloth whose reach boxes met, this frame.
+    /// Pairs of an isometric and a Baraff–Witkin cloth whose reach boxes met, this frame.
     pub(crate) unsupported: u32,
 }
 
@@ -226,7 +234,7 @@ impl Layers {
                 if !self.reach[i].overlaps(&self.reach[j]) || self.kept_apart(i as u32, j as u32) {
                     continue;
                 }
-                if cloths[i].sim.isometric.is_some() || cloths[j].sim.isometric.is_some() {
+                if cloths[i].sim.isometric.is_some() != cloths[j].sim.isometric.is_some() {
                     self.unsupported += 1;
                     continue;
                 }
@@ -320,7 +328,7 @@ fn reach_box(cloth: &Cloth, h: f32, g: Vec3) -> Aabb {
 }
 
 impl Layers {
-    /// The first pair (creation order) of an isometric cloth and another cloth that may touch
+    /// The first pair (creation order) of an isometric and a Baraff–Witkin cloth that may touch
     /// during a frame of length `dt` under gravity `g` and were not told not to collide.
     pub(crate) fn unsupported_pair(
         &self,
@@ -333,7 +341,7 @@ impl Layers {
         }
         for (i, a) in cloths.iter().enumerate() {
             for (j, b) in cloths.iter().enumerate().skip(i + 1) {
-                if (a.sim.isometric.is_none() && b.sim.isometric.is_none())
+                if a.sim.isometric.is_some() == b.sim.isometric.is_some()
                     || self.kept_apart(i as u32, j as u32)
                 {
                     continue;

@@ -111,14 +111,15 @@ pub enum StepError {
     /// A world setting changed through [`World::settings_mut`] is outside its range.
     #[error("world settings: {0}")]
     Settings(RangeError),
-    /// An isometric cloth and another cloth may touch in this frame, and nothing tells them
-    /// not to collide: the isometric model's collision stage runs inside its own step, so it
-    /// cannot share one with another cloth (`docs/methods/cloth-layers.md`). Refused before
-    /// anything changes.
+    /// An isometric and a Baraff–Witkin cloth may touch in this frame, and nothing tells them
+    /// not to collide: the two models' steps cannot share a collision stage (two isometric
+    /// cloths can, as can two Baraff–Witkin ones; `docs/methods/cloth-layers.md`). Refused
+    /// before anything changes.
     #[error(
         "cloths {first} ({first_name}) and {second} ({second_name}) may touch in this frame, and \
-         one is isometric: collisions between an isometric cloth and another cloth are not \
-         supported; keep them apart or tell them not to collide (`no_collide_with`)"
+         one is isometric, the other Baraff–Witkin: collisions between cloths of the two models \
+         are not supported; keep them apart, tell them not to collide (`no_collide_with`), or \
+         give both the same model"
     )]
     UnsupportedLayers {
         /// The first cloth (creation order).
