@@ -262,7 +262,8 @@ pub struct IsometricSettings {
     /// ([`IsometricReport::fail_safe_moved`]). With the collision stage's self-collision on,
     /// every projection also carries self-contact rows (a node held `SELF_CONTACT_DISTANCE`
     /// thicknesses from a triangle of its own cloth within `contact_margin` of it;
-    /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6).
+    /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6). Simultaneous coupling
+    /// only: with [`Coupling::Staggered`] the setting is ignored (line 2 without contacts).
     pub follow_obstacles: bool,
 }
 
@@ -468,7 +469,11 @@ impl IsometricStepper {
             self.inv_mass32[i] = inv_mass[i] as f32;
         }
 
-        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        // Rows that follow the colliders put the contacts into line 2: that is the
+        // simultaneous coupling, so the staggered one (project, then collide) goes without.
+        let follow = settings.follow_obstacles
+            && settings.contact_margin > 0.0
+            && settings.coupling == Coupling::Simultaneous;
         let near = Near {
             colliders,
             h,
@@ -637,7 +642,10 @@ impl IsometricStepper {
             SecondTarget::Prediction => &self.x_tilde,
             SecondTarget::Collided => &self.x_c,
         };
-        if settings.follow_obstacles && settings.contact_margin > 0.0 {
+        if settings.follow_obstacles
+            && settings.contact_margin > 0.0
+            && settings.coupling == Coupling::Simultaneous
+        {
             let geometry = NearGeometry {
                 near,
                 settings,
