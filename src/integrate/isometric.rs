@@ -262,8 +262,22 @@ pub struct IsometricSettings {
     /// ([`IsometricReport::fail_safe_moved`]). With the collision stage's self-collision on,
     /// every projection also carries self-contact rows (a node held `SELF_CONTACT_DISTANCE`
     /// thicknesses from a triangle of its own cloth within `contact_margin` of it;
-    /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6).
+    /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6). Simultaneous coupling
+    /// only: with [`Coupling::Staggered`] the setting is ignored (line 2 without contacts).
     pub follow_obstacles: bool,
+}
+
+impl IsometricSettings {
+    /// Whether the projections carry rows that follow the colliders: `follow_obstacles` with
+    /// a contact margin, in the simultaneous coupling only (those rows put the contacts into
+    /// line 2, which is what the simultaneous coupling is; the staggered one projects, then
+    /// collides).
+    #[must_use]
+    pub fn rows_follow_obstacles(&self) -> bool {
+        self.follow_obstacles
+            && self.contact_margin > 0.0
+            && self.coupling == Coupling::Simultaneous
+    }
 }
 
 impl Default for IsometricSettings {
@@ -530,7 +544,9 @@ impl IsometricStepper {
             self.mass32[i] = mass[i] as f32;
             self.inv_mass32[i] = inv_mass[i] as f32;
         }
-        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        // Rows that follow the colliders put the contacts into line 2: that is the
+        // simultaneous coupling, so the staggered one (project, then collide) goes without.
+        let follow = settings.rows_follow_obstacles();
         let near = self.near(settings, collision, colliders, h);
 
         // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
@@ -644,7 +660,7 @@ impl IsometricStepper {
         if settings.coupling != Coupling::Simultaneous || moved == 0 {
             return false;
         }
-        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        let follow = settings.rows_follow_obstacles();
         let self_rows = follow && collision.self_collision;
         let near = self.near(settings, collision, colliders, h);
         let mut report = self.report;
@@ -716,7 +732,7 @@ impl IsometricStepper {
         colliders: &'a [ColliderView],
         h: f64,
     ) -> Near<'a> {
-        let follow = settings.follow_obstacles && settings.contact_margin > 0.0;
+        let follow = settings.rows_follow_obstacles();
         Near {
             colliders,
             h,
@@ -780,7 +796,7 @@ impl IsometricStepper {
             SecondTarget::Prediction => &self.x_tilde,
             SecondTarget::Collided => &self.x_c,
         };
-        if settings.follow_obstacles && settings.contact_margin > 0.0 {
+        if settings.rows_follow_obstacles() {
             let geometry = NearGeometry {
                 near,
                 settings,

@@ -140,6 +140,9 @@ pub struct IsometricStepStats {
     pub projections: ProjectionTotals,
     /// Nodes given contact rows (line 4).
     pub contact_nodes: u32,
+    /// Nodes given rows on an analytic collider before they touched it: speculative rows, or
+    /// the rows that follow the colliders (`IsometricReport::speculative_nodes`).
+    pub band_nodes: u32,
     /// The collision stage of line 3.
     pub collide_first: CollisionStats,
     /// The collision stage of line 6, when it ran.
@@ -166,6 +169,7 @@ impl IsometricStepStats {
         IsometricStepStats {
             projections,
             contact_nodes: r.contact_nodes,
+            band_nodes: r.speculative_nodes,
             collide_first: r.collide_first,
             collide_second: r.collide_second,
             fail_safe_moved: r.fail_safe_moved,
