@@ -88,6 +88,30 @@ pub(crate) struct SharedStage {
     pub(crate) inv_mass: Vec<f32>,
 }
 
+impl SharedStage {
+    /// Runs the shared collision stage on the gathered state (`x0`, `v`, masses), the
+    /// velocities corrected in place.
+    fn resolve(
+        &mut self,
+        arena: &Bump,
+        h: f32,
+        obstacles: &ObstacleMeshes<'_>,
+        should_stop: &mut dyn FnMut() -> bool,
+    ) -> CollisionStats {
+        self.collision.resolve_in(
+            arena,
+            &self.settings,
+            h,
+            &self.x0,
+            &mut self.v,
+            &self.mass,
+            &self.inv_mass,
+            obstacles,
+            should_stop,
+        )
+    }
+}
+
 /// What a substep reads of the world: gravity, wind, the frame's budget and step control.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StepEnv<'a> {
@@ -402,17 +426,7 @@ fn advance_group(
             cloth.system.remember_velocities(cloth.state.velocities());
             start += n;
         }
-        let cs = group.collision.resolve_in(
-            arena,
-            &group.settings,
-            h,
-            &group.x0,
-            &mut group.v,
-            &group.mass,
-            &group.inv_mass,
-            obstacles,
-            &mut || deadline.passed(),
-        );
+        let cs = group.resolve(arena, h, obstacles, &mut || deadline.passed());
         let mut start = 0;
         for (cloth, _) in members.iter_mut() {
             let v = cloth.state.velocities_mut();
@@ -645,17 +659,7 @@ pub(crate) fn substep_isometric_group(
                 );
             }
         }
-        let cs = group.collision.resolve_in(
-            arena,
-            &group.settings,
-            h,
-            &group.x0,
-            &mut group.v,
-            &group.mass,
-            &group.inv_mass,
-            obstacles,
-            &mut || deadline.passed(),
-        );
+        let cs = group.resolve(arena, h, obstacles, &mut || deadline.passed());
         if let Some((_, stats)) = members.first_mut() {
             stats.add_collisions(&cs);
         }

@@ -392,20 +392,7 @@ impl IsometricCloth {
         );
         let h = f64::from(h);
         let residual = self.curvature.residual(&self.bending, h_phi);
-        let families = [
-            RowFamily {
-                set: &self.constraints,
-                role: RowRole::Proximal(&self.compliance),
-                linear: false,
-                scale: StrainScale::PerRow(&self.scales),
-            },
-            RowFamily {
-                set: &residual,
-                role: RowRole::Residual,
-                linear: true,
-                scale: StrainScale::Untested,
-            },
-        ];
+        let families = row_families(&self.constraints, &self.compliance, &self.scales, &residual);
         let report = self.stepper.finish_step(
             h,
             &families,
@@ -459,20 +446,7 @@ impl IsometricCloth {
             pcg_cap,
         );
         let residual = self.curvature.residual(&self.bending, h_phi);
-        let families = [
-            RowFamily {
-                set: &self.constraints,
-                role: RowRole::Proximal(&self.compliance),
-                linear: false,
-                scale: StrainScale::PerRow(&self.scales),
-            },
-            RowFamily {
-                set: &residual,
-                role: RowRole::Residual,
-                linear: true,
-                scale: StrainScale::Untested,
-            },
-        ];
+        let families = row_families(&self.constraints, &self.compliance, &self.scales, &residual);
         self.stepper.begin_step(
             f64::from(h),
             &families,
@@ -517,20 +491,7 @@ impl IsometricCloth {
     ) -> bool {
         let moved = self.stepper.take_pass(self.h, &self.x, v);
         let residual = self.curvature.residual(&self.bending, self.h_phi);
-        let families = [
-            RowFamily {
-                set: &self.constraints,
-                role: RowRole::Proximal(&self.compliance),
-                linear: false,
-                scale: StrainScale::PerRow(&self.scales),
-            },
-            RowFamily {
-                set: &residual,
-                role: RowRole::Residual,
-                linear: true,
-                scale: StrainScale::Untested,
-            },
-        ];
+        let families = row_families(&self.constraints, &self.compliance, &self.scales, &residual);
         self.stepper.after_pass(
             self.h,
             &families,
@@ -699,6 +660,31 @@ fn check_desc(d: &IsometricDesc) -> Result<(), IsometricClothError> {
         non_negative("friction_compliance", b)?;
     }
     Ok(())
+}
+
+/// The row families of every projection of a step: the constraints, proximal with their
+/// compliances and tested against their strain scales, and the bending residual rows (linear,
+/// not tested).
+fn row_families<'a>(
+    constraints: &'a IsometricConstraints,
+    compliance: &'a [f64],
+    scales: &'a [f64],
+    residual: &'a dyn ConstraintSet,
+) -> [RowFamily<'a>; 2] {
+    [
+        RowFamily {
+            set: constraints,
+            role: RowRole::Proximal(compliance),
+            linear: false,
+            scale: StrainScale::PerRow(scales),
+        },
+        RowFamily {
+            set: residual,
+            role: RowRole::Residual,
+            linear: true,
+            scale: StrainScale::Untested,
+        },
+    ]
 }
 
 #[cfg(test)]
