@@ -601,21 +601,10 @@ impl StrainLimiter {
     /// adjacency, the buffers, and the greedy edge colouring (module doc).
     ///
     /// # Panics
-    /// If an edge index is out of range, an edge joins a vertex to itself, or there are more than
-    /// `u32::MAX` vertices or edge ends.
+    /// As [`VertexEdges::build`]: an edge index out of range, an edge joining a vertex to
+    /// itself, or more than `u32::MAX` vertices or edge ends.
     #[must_use]
     pub fn new(num_vertices: usize, edges: &[[u32; 2]]) -> Self {
-        assert!(
-            u32::try_from(num_vertices).is_ok() && u32::try_from(2 * edges.len()).is_ok(),
-            "StrainLimiter::new: too many vertices or edges for u32 indices"
-        );
-        for (e, &[i, j]) in edges.iter().enumerate() {
-            assert!(
-                (i as usize) < num_vertices && (j as usize) < num_vertices && i != j,
-                "StrainLimiter::new: edge {e} = [{i}, {j}] is out of range or degenerate \
-                 ({num_vertices} vertices)"
-            );
-        }
         let adjacency = VertexEdges::build(num_vertices, edges);
         // Greedy colouring in edge order: the smallest colour unused at both ends. `stamp[c] == e` marks
         // colour c as taken for edge e.

@@ -84,13 +84,21 @@ impl VertexEdges {
     /// The rows of `num_vertices` vertices joined by `edges`.
     ///
     /// # Panics
-    /// If an edge names a vertex `>= num_vertices`, or there are more than `u32::MAX` edges.
+    /// If an edge names a vertex `>= num_vertices` or joins a vertex to itself, or there are
+    /// more than `u32::MAX` vertices or edge ends.
     #[must_use]
     pub fn build(num_vertices: usize, edges: &[[u32; 2]]) -> Self {
         assert!(
-            u32::try_from(edges.len()).is_ok(),
-            "VertexEdges::build: more than u32::MAX edges"
+            u32::try_from(num_vertices).is_ok() && u32::try_from(2 * edges.len()).is_ok(),
+            "VertexEdges::build: too many vertices or edges for u32 indices"
         );
+        for (e, &[i, j]) in edges.iter().enumerate() {
+            assert!(
+                (i as usize) < num_vertices && (j as usize) < num_vertices && i != j,
+                "VertexEdges::build: edge {e} = [{i}, {j}] is out of range or degenerate \
+                 ({num_vertices} vertices)"
+            );
+        }
         let mut counts = vec![0u32; num_vertices];
         for &[a, b] in edges {
             counts[a as usize] += 1;
