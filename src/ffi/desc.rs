@@ -1843,8 +1843,9 @@ rest_shape = "flat"
             .add_isometric_cloth(spec.desc, iso)
             .map_err(|e| e.to_string())?;
         // 9 input vertices + 16 edges; 4 × 8 triangles.
-        assert_eq!(world.cloth(i).expect("a live cloth").state().len(), 9 + 16);
-        assert_eq!(world.cloth(i).expect("a live cloth").triangles().len(), 32);
+        let cloth = world.cloth(i).ok_or("the cloth just added")?;
+        assert_eq!(cloth.state().len(), 9 + 16);
+        assert_eq!(cloth.triangles().len(), 32);
         let masses = [0.01f32; 9];
         d.masses = masses.as_ptr();
         // SAFETY: as above, and `masses` holds one float per vertex.
