@@ -17,27 +17,7 @@
 
 #include "weft.h"
 
-static int failures = 0;
-
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    weft_status s_ = (call);                                                           \
-    if (s_ != WEFT_STATUS_OK) {                                                        \
-      fprintf(stderr, "engine_api.c:%d: %s returned %u: %s\n", __LINE__, #call,        \
-              (unsigned)s_, weft_last_error());                                        \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
-
-#define EXPECT_TRUE(cond, ...)                                            \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      fprintf(stderr, "engine_api.c:%d: %s: ", __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fprintf(stderr, "\n");                                              \
-      failures++;                                                         \
-    }                                                                     \
-  } while (0)
+#include "check.h"
 
 /* A flag: G x G vertices, 0.3 m square, vertical in the x-y plane, its top row pinned. */
 #define G 8

@@ -17,27 +17,7 @@
 
 #include "weft.h"
 
-static int failures = 0;
-
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    weft_status s_ = (call);                                                     \
-    if (s_ != WEFT_STATUS_OK) {                                                  \
-      fprintf(stderr, "host_jobs.c:%d: %s returned %u: %s\n", __LINE__, #call,   \
-              (unsigned)s_, weft_last_error());                                  \
-      exit(1);                                                                   \
-    }                                                                            \
-  } while (0)
-
-#define EXPECT_TRUE(cond, ...)                                   \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "host_jobs.c:%d: %s: ", __LINE__, #cond);  \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fprintf(stderr, "\n");                                     \
-      failures++;                                                \
-    }                                                            \
-  } while (0)
+#include "check.h"
 
 /* ---- the host's job system: WORKERS threads and the caller share each batch ---- */
 

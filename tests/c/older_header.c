@@ -16,17 +16,7 @@
 
 #include "weft.h"
 
-static int failures = 0;
-
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    weft_status s_ = (call);                                                             \
-    if (s_ != WEFT_STATUS_OK) {                                                          \
-      fprintf(stderr, "older_header.c:%d: %s returned %u: %s\n", __LINE__, #call,        \
-              (unsigned)s_, weft_last_error());                                          \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
+#include "check.h"
 
 /* A refused size: WEFT_STATUS_DESCRIPTOR_SIZE and a message containing `needle`. */
 static void refused(weft_status got, const char *needle, const char *what, int line) {
