@@ -138,7 +138,12 @@
 //!   would read the same velocities and, as it corrected nothing then (a correction changes an end),
 //!   correct nothing now. The skipped edge keeps the violation it had, so a sweep gives the bits of a
 //!   sweep over every edge. At an impact most of a sheet is within its limit while the corrections
-//!   spread from the contact over hundreds of sweeps, so most edges are skipped.
+//!   spread from the contact over hundreds of sweeps, so most edges are skipped. To skip them without
+//!   visiting them, every velocity change puts the edges at the changed vertex on their colour's
+//!   *work list* (once each); a colour whose list holds under a quarter of its edges is evaluated and
+//!   scattered through the list alone, on the calling thread, so a late sweep costs the edges near
+//!   the spreading corrections rather than the whole sheet. Longer lists take the test against the
+//!   ticks above (in parallel chunks): both select the same edges.
 //!
 //! # Determinism and allocation
 //!
@@ -162,6 +167,10 @@ pub const CHUNK: usize = 256;
 /// Loops over fewer items than this run on the calling thread (same chunks, same bits).
 pub const PARALLEL_MIN: usize = 2048;
 
+/// A Gauss–Seidel colour is swept through its work list while the list holds less than this
+/// fraction's inverse of the colour's edges, else by testing every edge of the colour.
+const LIST_FRACTION: usize = 4;
+
 /// Default violation tolerance `|L* − L| / L0` below which an edge counts as satisfied: a round-off
 /// allowance for the `f32` velocities, not a physical parameter (module doc).
 pub const DEFAULT_TOLERANCE: f32 = 1e-4;
@@ -170,6 +179,10 @@ pub const DEFAULT_TOLERANCE: f32 = 1e-4;
 /// `f32` round-off of a corrected edge (which sits a whole tolerance inside its bound), far below any
 /// strain a user can see.
 const TRIGGER_FRACTION: f64 = 1e-2;
+
+/// Relative margin of the squared-length test that finds an edge inside its interval without a
+/// square root (`Problem::evaluate`): ~1e4 times the rounding of `sqrt` and of the squares.
+const INSIDE_MARGIN: f64 = 1e-12;
 
 /// Below this fraction of the rest length the predicted edge vector has no usable direction and the
 /// start-of-step direction is used instead.
@@ -433,8 +446,19 @@ impl Problem<'_> {
         }
         let x_ij = self.x[j].as_dvec3() - self.x[i].as_dvec3();
         let d = x_ij + self.h * (v[j].as_dvec3() - v[i].as_dvec3());
-        let l = d.length();
-        let (lo, hi) = self.limit.admissible_lengths(self.rate, l0, x_ij.length());
+        let l_start = if self.rate.is_some() {
+            x_ij.length()
+        } else {
+            0.0 // unread without a rate limit
+        };
+        let (lo, hi) = self.limit.admissible_lengths(self.rate, l0, l_start);
+        // Most edges are well inside their interval: decided on the squared length, with a margin
+        // far above the rounding of a square root, so no edge near a bound takes this path.
+        let l2 = d.length_squared();
+        if l2 > lo * lo * (1.0 + INSIDE_MARGIN) && l2 < hi * hi * (1.0 - INSIDE_MARGIN) {
+            return (EdgeImpulse::default(), 0.0);
+        }
+        let l = l2.sqrt();
         let violation = if l < lo {
             (lo - l) / l0
         } else if l > hi {
@@ -497,14 +521,15 @@ fn shortest_positive(lengths: &[f32]) -> f64 {
 
 /// Restores every kept collision whose relative normal velocity fell short of its minimum by more
 /// than the trigger, to that minimum (module doc, "Contacts"), serially in the order the
-/// collisions were kept; every vertex changed gets `tick` in `changed_at`. Returns the number of
-/// corrections.
+/// collisions were kept; every vertex changed gets `tick` in `changed_at`, and its edges are listed
+/// in `work` when given. Returns the number of corrections.
 fn project_contacts(
     contacts: &[KeptContact],
     problem: &Problem<'_>,
     v: &mut [Vec3],
     changed_at: &mut [u64],
     tick: u64,
+    mut work: Option<(&mut WorkLists, &VertexEdges)>,
 ) -> u32 {
     let mut active = 0;
     let trigger = TRIGGER_FRACTION * problem.contact_slack;
@@ -528,6 +553,9 @@ fn project_contacts(
                 let vi = &mut v[i as usize];
                 *vi = (vi.as_dvec3() + (c * w * j) * k.n).as_vec3();
                 changed_at[i as usize] = tick;
+                if let Some((lists, adjacency)) = work.as_mut() {
+                    lists.vertex_changed(adjacency, i as usize);
+                }
             }
         }
         active += 1;
@@ -594,6 +622,95 @@ pub struct StrainLimiter {
     /// Gauss–Seidel: skip the edges whose ends did not change (always, except in the test that
     /// compares with full sweeps).
     skip_unchanged: bool,
+    /// Gauss–Seidel: the edges to evaluate again, by colour (module doc, "Sweeps").
+    work: WorkLists,
+    /// Colours swept through their work list (for the test that the lists are used).
+    #[cfg(test)]
+    listed_colours: u32,
+}
+
+/// Gauss–Seidel work lists (module doc, "Sweeps"): per colour, the slots (indices into the colour
+/// order) whose edge has an end that changed since the edge's last evaluation, each listed once.
+#[derive(Clone, Debug)]
+struct WorkLists {
+    /// The slot of each edge.
+    slot_of: Vec<u32>,
+    /// The colour of each slot.
+    slot_colour: Vec<u32>,
+    /// Colour `c`'s list is `queue[start[c]..start[c] + len[c]]` (`start` as the colour order's).
+    queue: Vec<u32>,
+    start: Vec<u32>,
+    len: Vec<u32>,
+    /// Whether a slot is listed.
+    queued: Vec<bool>,
+    /// The list of the colour being swept, taken out of `queue` (capacity: the largest colour).
+    current: Vec<u32>,
+}
+
+impl WorkLists {
+    /// Empty lists for the colouring `colour_order` / `colour_start`.
+    fn new(colour_order: &[u32], colour_start: &[u32]) -> Self {
+        let num_edges = colour_order.len();
+        let mut slot_of = vec![0u32; num_edges];
+        let mut slot_colour = vec![0u32; num_edges];
+        for (c, w) in colour_start.windows(2).enumerate() {
+            for slot in w[0]..w[1] {
+                slot_of[colour_order[slot as usize] as usize] = slot;
+                slot_colour[slot as usize] = c as u32;
+            }
+        }
+        let largest_colour = colour_start
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0);
+        Self {
+            slot_of,
+            slot_colour,
+            queue: vec![0; num_edges],
+            start: colour_start.to_vec(),
+            len: vec![0; colour_start.len().saturating_sub(1)],
+            queued: vec![false; num_edges],
+            current: Vec::with_capacity(largest_colour),
+        }
+    }
+
+    /// Empties every list.
+    fn clear(&mut self) {
+        self.len.fill(0);
+        self.queued.fill(false);
+    }
+
+    /// Lists every edge at vertex `i`, whose velocity just changed.
+    #[inline]
+    fn vertex_changed(&mut self, adjacency: &VertexEdges, i: usize) {
+        for &e in adjacency.edges(i) {
+            let slot = self.slot_of[e as usize];
+            if self.queued[slot as usize] {
+                continue;
+            }
+            self.queued[slot as usize] = true;
+            let c = self.slot_colour[slot as usize] as usize;
+            self.queue[(self.start[c] + self.len[c]) as usize] = slot;
+            self.len[c] += 1;
+        }
+    }
+
+    /// The number of slots listed for colour `c`.
+    fn listed(&self, c: usize) -> usize {
+        self.len[c] as usize
+    }
+
+    /// Moves colour `c`'s list into `current`, unlisting its slots.
+    fn take(&mut self, c: usize) {
+        let list = &self.queue[self.start[c] as usize..(self.start[c] + self.len[c]) as usize];
+        self.current.clear();
+        self.current.extend_from_slice(list);
+        for &slot in list {
+            self.queued[slot as usize] = false;
+        }
+        self.len[c] = 0;
+    }
 }
 
 impl StrainLimiter {
@@ -643,6 +760,7 @@ impl StrainLimiter {
             colour_order[next[c as usize] as usize] = e as u32;
             next[c as usize] += 1;
         }
+        let work = WorkLists::new(&colour_order, &colour_start);
         Self {
             num_vertices,
             adjacency,
@@ -656,6 +774,9 @@ impl StrainLimiter {
             held: vec![Held::default(); num_vertices],
             changed_at: vec![0; num_vertices],
             skip_unchanged: true,
+            work,
+            #[cfg(test)]
+            listed_colours: 0,
         }
     }
 
@@ -965,7 +1086,7 @@ impl StrainLimiter {
                 return report;
             }
             self.apply_jacobi(problem, v);
-            project_contacts(&self.contacts, problem, v, &mut self.changed_at, 0);
+            project_contacts(&self.contacts, problem, v, &mut self.changed_at, 0, None);
             report.sweeps += 1;
         }
     }
@@ -1044,6 +1165,7 @@ impl StrainLimiter {
             return report;
         }
         self.changed_at.fill(0);
+        self.work.clear();
         loop {
             if report.sweeps >= problem.limit.iterations {
                 report.max_violation_after =
@@ -1052,11 +1174,21 @@ impl StrainLimiter {
             }
             let mut sweep = self.sweep_gauss_seidel(problem, v, report.sweeps);
             let tick = self.tick(report.sweeps, self.num_colours());
-            sweep.active +=
-                project_contacts(&self.contacts, problem, v, &mut self.changed_at, tick);
+            sweep.active += project_contacts(
+                &self.contacts,
+                problem,
+                v,
+                &mut self.changed_at,
+                tick,
+                Some((&mut self.work, &self.adjacency)),
+            );
             if sweep.active == 0 {
-                // Nothing changed in this sweep, so its violations are those of the final state.
-                report.max_violation_after = sweep.max_violation;
+                // Nothing changed in this sweep, so the violations each slot holds from its last
+                // evaluation are those of the final state.
+                report.max_violation_after = self
+                    .impulses
+                    .iter()
+                    .fold(0.0, |m: f32, slot| m.max(slot.violation));
                 return report;
             }
             report.sweeps += 1;
@@ -1070,57 +1202,58 @@ impl StrainLimiter {
     }
 
     /// Sweep `s` of Gauss–Seidel in (colour, edge) order; returns the largest violation met before each
-    /// edge's own correction and the number of corrections applied.
+    /// evaluated edge's own correction and the number of corrections applied.
     ///
     /// From the second sweep on, an edge neither of whose ends changed since the edge's evaluation in
     /// the previous sweep is not evaluated again: its velocities, hence its evaluation, are the same,
     /// and that evaluation applied nothing (a correction changes an end). It keeps its violation, so
-    /// the sweep gives the bits a sweep over every edge gives.
+    /// the sweep gives the bits a sweep over every edge gives. A colour whose work list is short is
+    /// swept through the list; otherwise every slot of the colour is tested against `changed_at`
+    /// (the same set of edges: both record every change since the edge's last evaluation).
     fn sweep_gauss_seidel(&mut self, problem: &Problem<'_>, v: &mut [Vec3], s: u32) -> Tally {
         let mut sweep = Tally::default();
         let stride = self.num_colours() as u64 + 1;
         for c in 0..self.num_colours() {
             let tick = self.tick(s, c);
-            // Changes at or after the edge's previous evaluation (which the edge's own correction
-            // followed, at the same tick) need a new one; in the first sweep every edge is evaluated.
-            let since = if s == 0 || !self.skip_unchanged {
-                0
-            } else {
-                tick - stride
-            };
             let range = self.colour_start[c] as usize..self.colour_start[c + 1] as usize;
-            let order = &self.colour_order[range.clone()];
-            let slots = &mut self.impulses[range];
-            let changed_at: &[u64] = &self.changed_at;
-            let vs: &[Vec3] = v;
-            let tally = tally_chunks(slots, |first, chunk| {
-                let mut tally = Tally::default();
-                for (k, slot) in chunk.iter_mut().enumerate() {
-                    let e = order[first + k] as usize;
-                    let [i, j] = problem.edges[e];
-                    let stale = changed_at[i as usize].max(changed_at[j as usize]) >= since;
-                    if stale {
-                        let (impulse, violation) = problem.evaluate(e, vs);
-                        *slot = EdgeImpulse {
-                            violation,
-                            ..impulse
-                        };
-                    } else {
-                        slot.active = false;
-                    }
-                    tally = tally.combine(Tally {
-                        max_violation: slot.violation,
-                        active: u32::from(slot.active),
-                    });
+            let listed = self.work.listed(c);
+            let skipping = s > 0 && self.skip_unchanged;
+            self.work.take(c);
+            let by_list = skipping && listed * LIST_FRACTION < range.len();
+            let tally = if by_list {
+                #[cfg(test)]
+                {
+                    self.listed_colours += 1;
                 }
-                tally
-            });
+                self.evaluate_listed(problem, v)
+            } else {
+                // Changes at or after the edge's previous evaluation (which the edge's own
+                // correction followed, at the same tick) need a new one; in the first sweep every
+                // edge is evaluated.
+                let since = if skipping { tick - stride } else { 0 };
+                self.evaluate_colour(problem, v, range.clone(), since)
+            };
             sweep = sweep.combine(tally);
             if tally.active == 0 {
                 continue;
             }
             // Serial scatter; the edges of a colour are vertex-disjoint, so the order does not matter.
-            for (&e, impulse) in order.iter().zip(slots.iter()) {
+            let Self {
+                colour_order,
+                impulses,
+                changed_at,
+                work,
+                adjacency,
+                ..
+            } = self;
+            let listed_slots = std::mem::take(&mut work.current);
+            let slots: &mut dyn Iterator<Item = usize> = if by_list {
+                &mut listed_slots.iter().map(|&slot| slot as usize)
+            } else {
+                &mut range.clone()
+            };
+            for slot in slots {
+                let (e, impulse) = (colour_order[slot], impulses[slot]);
                 if !impulse.active {
                     continue;
                 }
@@ -1129,15 +1262,73 @@ impl StrainLimiter {
                 let (wi, wj) = problem.taking(i, j, -impulse.p);
                 if wi > 0.0 {
                     v[i] = (v[i].as_dvec3() - impulse.p * wi).as_vec3();
-                    self.changed_at[i] = tick;
+                    changed_at[i] = tick;
+                    work.vertex_changed(adjacency, i);
                 }
                 if wj > 0.0 {
                     v[j] = (v[j].as_dvec3() + impulse.p * wj).as_vec3();
-                    self.changed_at[j] = tick;
+                    changed_at[j] = tick;
+                    work.vertex_changed(adjacency, j);
                 }
             }
+            work.current = listed_slots;
         }
         sweep
+    }
+
+    /// Evaluates the slots in `range` (one colour) whose edge has an end changed at or after tick
+    /// `since`; every other slot of the colour becomes inactive and keeps its violation.
+    fn evaluate_colour(
+        &mut self,
+        problem: &Problem<'_>,
+        v: &[Vec3],
+        range: std::ops::Range<usize>,
+        since: u64,
+    ) -> Tally {
+        let order = &self.colour_order[range.clone()];
+        let changed_at: &[u64] = &self.changed_at;
+        tally_chunks(&mut self.impulses[range], |first, chunk| {
+            let mut tally = Tally::default();
+            for (k, slot) in chunk.iter_mut().enumerate() {
+                let e = order[first + k] as usize;
+                let [i, j] = problem.edges[e];
+                let stale = changed_at[i as usize].max(changed_at[j as usize]) >= since;
+                if stale {
+                    let (impulse, violation) = problem.evaluate(e, v);
+                    *slot = EdgeImpulse {
+                        violation,
+                        ..impulse
+                    };
+                } else {
+                    slot.active = false;
+                }
+                tally = tally.combine(Tally {
+                    max_violation: slot.violation,
+                    active: u32::from(slot.active),
+                });
+            }
+            tally
+        })
+    }
+
+    /// Evaluates the slots of the colour's work list (`work.current`) on the calling thread. The
+    /// tally covers those slots only: the others apply nothing in this sweep (the scatter reads
+    /// the list), and keep the violation the end of the pass reads from them.
+    fn evaluate_listed(&mut self, problem: &Problem<'_>, v: &[Vec3]) -> Tally {
+        let mut tally = Tally::default();
+        for &slot in &self.work.current {
+            let e = self.colour_order[slot as usize] as usize;
+            let (impulse, violation) = problem.evaluate(e, v);
+            self.impulses[slot as usize] = EdgeImpulse {
+                violation,
+                ..impulse
+            };
+            tally = tally.combine(Tally {
+                max_violation: violation,
+                active: u32::from(impulse.active),
+            });
+        }
+        tally
     }
 }
 
@@ -1450,6 +1641,13 @@ pub(crate) mod tests {
             assert!(limiter.holds(400));
             let mut v = c.v.clone();
             let report = limiter.apply(&lim, H, &c.x, &mut v, &c.inv_mass, &c.edges, &c.rest);
+            // Skipping sweeps most colours through their short work lists.
+            assert_eq!(
+                limiter.listed_colours > 10,
+                skip,
+                "{}",
+                limiter.listed_colours
+            );
             out.push((v, report));
         }
         let (skipped, full) = (&out[0], &out[1]);
