@@ -71,8 +71,11 @@ fn bench_assemble(c: &mut Criterion) {
         .expect("valid grid");
         assert_eq!(mesh.triangles, cloth.triangles(), "{name}: same mesh");
         let topology = Topology::build(&mesh).expect("valid topology");
-        let mut system =
-            ImplicitEuler::new(&mesh, &topology, *cloth.system().settings()).expect("system");
+        let settings = *cloth
+            .system()
+            .expect("the drape scenes are Baraff–Witkin")
+            .settings();
+        let mut system = ImplicitEuler::new(&mesh, &topology, settings).expect("system");
         let state = cloth.state();
         let (x, v, mass) = (state.positions(), state.velocities(), state.masses());
         let gravity = world.settings().gravity;

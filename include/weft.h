@@ -576,19 +576,20 @@ typedef struct weft_step_stats {
   double frame_ms;
   // Pins and colliders advanced, gravity (ms).
   double kinematics_ms;
-  // Collider contacts became constraints (ms).
+  // Baraff–Witkin cloths: collider contacts became constraints (ms).
   double contacts_ms;
-  // Forces and Jacobians assembled (ms).
+  // Baraff–Witkin cloths: forces and Jacobians assembled (ms).
   double assemble_ms;
-  // Linear solve (ms).
+  // Linear solve (ms); for isometric cloths the whole Table 3.1 step, its collision
+  // passes included.
   double solve_ms;
-  // Collision stage (ms).
+  // Baraff–Witkin cloths: collision stage (ms).
   double collide_ms;
-  // Write-back, friction, step control (ms).
+  // Baraff–Witkin cloths: write-back, friction, step control (ms).
   double finish_ms;
   // Accepted substeps over all cloths.
   uint32_t substeps;
-  // Substeps rejected by step control.
+  // Baraff–Witkin cloths: substeps rejected by step control.
   uint32_t rejected_substeps;
   // CG iterations summed over every solve.
   uint32_t cg_iterations;
@@ -598,7 +599,7 @@ typedef struct weft_step_stats {
   double cg_residual;
   // Solves stopped by the cap or the deadline before the tolerance.
   uint32_t cg_unconverged;
-  // Vertex–collider contacts in the last substep.
+  // Baraff–Witkin cloths: vertex–collider contacts in the last substep.
   uint32_t contacts;
   // Close pairs given repulsion (summed over substeps).
   uint32_t proximity_pairs;
@@ -630,6 +631,12 @@ typedef struct weft_step_stats {
   // Isometric cloths: largest strain of the red–red rows (eq. 3.1) at the end of the
   // frame, what `strain_tolerance` bounds (`max_strain` covers every subdivided edge).
   double row_strain;
+  // Baraff–Witkin cloths the frame stepped: without any, the fields marked "Baraff–Witkin
+  // cloths" are zero (not in weft 0.1's struct).
+  uint32_t baraff_witkin_cloths;
+  // Isometric cloths the frame stepped: without any, the fields marked "Isometric cloths"
+  // are zero (not in weft 0.1's struct).
+  uint32_t isometric_cloths;
 } weft_step_stats;
 
 #ifdef __cplusplus
@@ -885,8 +892,8 @@ weft_status weft_cloth_set_material(struct weft_world *world,
                                     struct weft_cloth cloth,
                                     const struct weft_material *material);
 
-// `*out` receives a cloth's Baraff–Witkin material (for an isometric cloth, the
-// descriptor's values it was created with, which its step does not use).
+// `*out` receives a cloth's Baraff–Witkin material. An isometric cloth gives
+// `WEFT_STATUS_UNSUPPORTED` (it has no Baraff–Witkin material; `*out` is left alone).
 //
 // # Safety
 // `world` NULL or live; `out` NULL or writable.

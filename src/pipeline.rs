@@ -44,27 +44,97 @@ pub(crate) struct SimCloth {
     pub(crate) edges: Vec<[u32; 2]>,
     pub(crate) rest_lengths: Vec<f32>,
     pub(crate) state: ClothState,
-    /// The state at the start of a substep that step control may undo.
-    pub(crate) backup: ClothState,
-    pub(crate) system: ImplicitEuler,
-    pub(crate) constraints: Constraints,
     pub(crate) pins: Vec<PinTarget>,
     /// External forces of the substep (gravity, wind).
     pub(crate) external: Vec<Vec3>,
-    /// Step control's stretch measures before and after a substep, one a triangle.
-    pub(crate) measure_before: Vec<f32>,
-    pub(crate) measure_after: Vec<f32>,
     pub(crate) thickness: f32,
     pub(crate) friction: f32,
     pub(crate) air_damping: f32,
     pub(crate) collision_settings: CollisionSettings,
-    pub(crate) collision: ClothCollision,
-    /// The isometric model (Wang 2012) when the cloth uses it: the state is then its subdivided
-    /// mesh, and `system` is only the Baraff–Witkin rest data of that mesh (unused by the step).
-    pub(crate) isometric: Option<Box<IsometricCloth>>,
+    /// The model and the step data only it uses.
+    pub(crate) model: ClothModel,
 }
 
-impl SimCloth {
+/// The model that integrates a cloth, with the step data only that model reads: a cloth is
+/// one or the other, and builds nothing of the model it does not use.
+#[derive(Debug)]
+pub(crate) enum ClothModel {
+    /// Baraff & Witkin 1998 with the Bridson et al. 2002 collision stage.
+    BaraffWitkin(Box<BwStep>),
+    /// Wang 2012 (`integrate::isometric_cloth`): the cloth's state is its subdivided mesh, and
+    /// the model holds its own collision stage.
+    Isometric(Box<IsometricCloth>),
+}
+
+impl ClothModel {
+    /// The Baraff–Witkin step data, when the cloth uses that model.
+    #[must_use]
+    pub(crate) fn baraff_witkin(&self) -> Option<&BwStep> {
+        match self {
+            ClothModel::BaraffWitkin(bw) => Some(bw),
+            ClothModel::Isometric(_) => None,
+        }
+    }
+
+    /// [`ClothModel::baraff_witkin`], mutable.
+    pub(crate) fn baraff_witkin_mut(&mut self) -> Option<&mut BwStep> {
+        match self {
+            ClothModel::BaraffWitkin(bw) => Some(bw),
+            ClothModel::Isometric(_) => None,
+        }
+    }
+
+    /// The isometric model, when the cloth uses it.
+    #[must_use]
+    pub(crate) fn isometric(&self) -> Option<&IsometricCloth> {
+        match self {
+            ClothModel::Isometric(iso) => Some(iso),
+            ClothModel::BaraffWitkin(_) => None,
+        }
+    }
+
+    /// [`ClothModel::isometric`], mutable.
+    pub(crate) fn isometric_mut(&mut self) -> Option<&mut IsometricCloth> {
+        match self {
+            ClothModel::Isometric(iso) => Some(iso),
+            ClothModel::BaraffWitkin(_) => None,
+        }
+    }
+
+    /// The collision stage the cloth runs when it steps alone (the isometric model's own).
+    #[must_use]
+    pub(crate) fn collision(&self) -> &ClothCollision {
+        match self {
+            ClothModel::BaraffWitkin(bw) => &bw.collision,
+            ClothModel::Isometric(iso) => iso.collision(),
+        }
+    }
+
+    /// [`ClothModel::collision`], mutable.
+    pub(crate) fn collision_mut(&mut self) -> &mut ClothCollision {
+        match self {
+            ClothModel::BaraffWitkin(bw) => &mut bw.collision,
+            ClothModel::Isometric(iso) => iso.collision_mut(),
+        }
+    }
+}
+
+/// What only a Baraff–Witkin cloth's substep uses: the implicit Euler system (rest data,
+/// pattern, matrix, PCG workspace), the pin and contact filters, step control's backup and
+/// stretch measures, and the collision stage.
+#[derive(Debug)]
+pub(crate) struct BwStep {
+    pub(crate) system: ImplicitEuler,
+    pub(crate) constraints: Constraints,
+    /// The state at the start of a substep that step control may undo.
+    pub(crate) backup: ClothState,
+    /// Step control's stretch measures before and after a substep, one a triangle.
+    pub(crate) measure_before: Vec<f32>,
+    pub(crate) measure_after: Vec<f32>,
+    pub(crate) collision: ClothCollision,
+}
+
+impl BwStep {
     /// The PCG settings of the cloth's solves: its own, with at most `cg_cap` iterations (the
     /// frame's cap).
     #[must_use]
@@ -170,7 +240,7 @@ pub(crate) fn substep(
     deadline: &mut Deadline,
     stats: &mut FrameStats,
 ) {
-    if cloth.isometric.is_some() {
+    if cloth.model.isometric().is_some() {
         advance_isometric(cloth, colliders, obstacles, settings, h, deadline, stats);
         return;
     }
@@ -245,6 +315,11 @@ pub(crate) fn substep_group(
 /// The schedule of a substep of `members` (one cloth, or a group that shares a collision
 /// stage): the IMEX split into the most pieces any member needs, each piece under step control
 /// ([`controlled`]); `advance` takes one unconditional step of all members.
+///
+/// This and every stage below it are the Baraff–Witkin path: the members are Baraff–Witkin
+/// cloths (a group holds one model, `world::layers`, and [`substep`] sends an isometric cloth to
+/// [`advance_isometric`]); they read the model's data through
+/// [`ClothModel::baraff_witkin_mut`] and leave a cloth of the other model alone.
 #[allow(clippy::too_many_arguments)]
 fn schedule(
     members: &mut [Member<'_>],
@@ -265,7 +340,10 @@ fn schedule(
 ) {
     let mut pieces = 1u32;
     for (cloth, _) in members.iter_mut() {
-        let limit = cloth
+        let Some(bw) = cloth.model.baraff_witkin_mut() else {
+            continue;
+        };
+        let limit = bw
             .system
             .explicit_bending_step_limit(cloth.state.positions(), cloth.state.masses());
         while f64::from(h) / f64::from(pieces) > limit && pieces < MAX_IMEX_PIECES {
@@ -328,10 +406,11 @@ fn controlled(
     let may_reject = depth < control.max_halvings && !deadline.passed();
     if may_reject {
         for_each(members.par_iter_mut(), |(cloth, _)| {
-            cloth.backup.copy_from(&cloth.state);
-            cloth
-                .system
-                .stretch_measures(cloth.state.positions(), &mut cloth.measure_before);
+            if let Some(bw) = cloth.model.baraff_witkin_mut() {
+                bw.backup.copy_from(&cloth.state);
+                bw.system
+                    .stretch_measures(cloth.state.positions(), &mut bw.measure_before);
+            }
         });
     }
     advance(members, arena, colliders, obstacles, h, deadline);
@@ -340,13 +419,15 @@ fn controlled(
     }
     let mut rejected = false;
     for (cloth, _) in members.iter_mut() {
-        cloth
-            .system
-            .stretch_measures(cloth.state.positions(), &mut cloth.measure_after);
-        let change = cloth
+        let Some(bw) = cloth.model.baraff_witkin_mut() else {
+            continue;
+        };
+        bw.system
+            .stretch_measures(cloth.state.positions(), &mut bw.measure_after);
+        let change = bw
             .measure_before
             .iter()
-            .zip(&cloth.measure_after)
+            .zip(&bw.measure_after)
             .map(|(b, a)| (a / b - 1.0).abs())
             .fold(0.0f32, f32::max);
         rejected |= !(change.is_finite() && change <= control.max_stretch_change);
@@ -355,9 +436,12 @@ fn controlled(
         return;
     }
     for (cloth, stats) in members.iter_mut() {
+        let Some(bw) = cloth.model.baraff_witkin() else {
+            continue;
+        };
         stats.rejected_substeps += 1;
         stats.substeps -= 1;
-        cloth.state.copy_from(&cloth.backup);
+        cloth.state.copy_from(&bw.backup);
         for pin in &mut cloth.pins {
             pin.target -= pin.velocity * h;
         }
@@ -423,7 +507,9 @@ fn advance_group(
             group.v[range.clone()].copy_from_slice(cloth.state.velocities());
             group.mass[range.clone()].copy_from_slice(cloth.state.masses());
             group.inv_mass[range].copy_from_slice(cloth.state.inv_masses());
-            cloth.system.remember_velocities(cloth.state.velocities());
+            if let Some(bw) = cloth.model.baraff_witkin_mut() {
+                bw.system.remember_velocities(cloth.state.velocities());
+            }
             start += n;
         }
         let cs = group.resolve(arena, h, obstacles, &mut || deadline.passed());
@@ -447,14 +533,17 @@ fn advance_group(
         let limiter = group.collision.strain_limiter();
         let bodies = body_normals(limiter, limiter.num_vertices());
         for_each(members.par_iter_mut(), |(cloth, stats)| {
+            let Some(bw) = cloth.model.baraff_witkin_mut() else {
+                return;
+            };
             let mut deadline = frame_deadline.clone();
-            let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+            let pcg = bw.pcg_settings(settings.budget.cg_max_iterations);
             let mut should_stop = |_iteration: u32| deadline.passed();
             let (_, v, mass, _) = cloth.state.split_mut();
-            if let Some(r) = cloth.system.respond(
+            if let Some(r) = bw.system.respond(
                 h,
                 v,
-                cloth.constraints.filters(),
+                bw.constraints.filters(),
                 mass,
                 &bodies,
                 &cloth.edges,
@@ -501,7 +590,7 @@ fn advance_isometric(
 ) {
     let t = kinematics(cloth, settings, h, stats);
     let z = profile::zone(Stage::Solve);
-    let Some(model) = cloth.isometric.as_mut() else {
+    let Some(model) = cloth.model.isometric_mut() else {
         return;
     };
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
@@ -607,8 +696,8 @@ pub(crate) fn substep_isometric_group(
     }
     let before = arena.alloc_slice_fill_iter(members.iter().map(|(cloth, _)| {
         cloth
-            .isometric
-            .as_deref()
+            .model
+            .isometric()
             .map(IsometricCounters::of)
             .expect("the members of an isometric group are isometric (world::layers)")
     }));
@@ -618,7 +707,7 @@ pub(crate) fn substep_isometric_group(
         let z = profile::zone(Stage::Solve);
         let mut deadline = frame_deadline.clone();
         let SimCloth {
-            isometric,
+            model,
             state,
             external,
             air_damping,
@@ -626,7 +715,7 @@ pub(crate) fn substep_isometric_group(
             collision_settings,
             ..
         } = &mut **cloth;
-        if let Some(model) = isometric.as_mut() {
+        if let Some(model) = model.isometric_mut() {
             model.begin_shared_step(
                 h,
                 state.positions(),
@@ -650,7 +739,7 @@ pub(crate) fn substep_isometric_group(
     loop {
         for (k, (cloth, _)) in members.iter_mut().enumerate() {
             let r = starts[k]..starts[k + 1];
-            if let Some(model) = cloth.isometric.as_mut() {
+            if let Some(model) = cloth.model.isometric_mut() {
                 model.shared_pass_input(
                     &mut group.x0[r.clone()],
                     &mut group.v[r.clone()],
@@ -672,7 +761,7 @@ pub(crate) fn substep_isometric_group(
             |(k, ((cloth, stats), again))| {
                 let t = Instant::now();
                 let mut deadline = frame_deadline.clone();
-                *again = cloth.isometric.as_mut().is_some_and(|model| {
+                *again = cloth.model.isometric_mut().is_some_and(|model| {
                     model.after_shared_pass(
                         &v[starts[k]..starts[k + 1]],
                         &none,
@@ -692,12 +781,9 @@ pub(crate) fn substep_isometric_group(
     for_each(members.par_iter_mut().enumerate(), |(k, (cloth, stats))| {
         let t = Instant::now();
         let SimCloth {
-            isometric,
-            state,
-            pins,
-            ..
+            model, state, pins, ..
         } = &mut **cloth;
-        if let Some(model) = isometric.as_mut() {
+        if let Some(model) = model.isometric_mut() {
             let (x, v, _, _) = state.split_mut();
             let report = model.end_shared_step(pins, x, v);
             add_isometric_step(stats, model, before[k], &report);
@@ -720,8 +806,11 @@ fn advance(
     stats: &mut FrameStats,
 ) {
     let t = dynamics(cloth, colliders, settings, h, deadline, stats);
+    let Some(bw) = cloth.model.baraff_witkin_mut() else {
+        return;
+    };
     let z = profile::zone(Stage::Collide);
-    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+    let pcg = bw.pcg_settings(settings.budget.cg_max_iterations);
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
     // The collision stage, then up to `response_passes` rounds of response solve
     // (ImplicitEuler::respond: the stage's velocity change passed through the cloth's
@@ -729,8 +818,8 @@ fn advance(
     // rounds are optional work: none once the frame's deadline has passed.
     let mut rounds = 0;
     loop {
-        cloth.system.remember_velocities(v);
-        let cs = cloth.collision.resolve_in(
+        bw.system.remember_velocities(v);
+        let cs = bw.collision.resolve_in(
             arena,
             &cloth.collision_settings,
             h,
@@ -747,11 +836,11 @@ fn advance(
         }
         rounds += 1;
         let mut should_stop = |_iteration: u32| deadline.passed();
-        let bodies = body_normals(cloth.collision.strain_limiter(), mass.len());
-        let Some(r) = cloth.system.respond(
+        let bodies = body_normals(bw.collision.strain_limiter(), mass.len());
+        let Some(r) = bw.system.respond(
             h,
             v,
-            cloth.constraints.filters(),
+            bw.constraints.filters(),
             mass,
             &bodies,
             &cloth.edges,
@@ -782,35 +871,37 @@ fn dynamics(
     stats: &mut FrameStats,
 ) -> Instant {
     let t = kinematics(cloth, settings, h, stats);
+    let Some(bw) = cloth.model.baraff_witkin_mut() else {
+        return t;
+    };
     let z = profile::zone(Stage::Contacts);
 
-    let pcg = cloth.pcg_settings(settings.budget.cg_max_iterations);
+    let pcg = bw.pcg_settings(settings.budget.cg_max_iterations);
     let (x, v, mass, _) = cloth.state.split_mut();
-    cloth
-        .constraints
+    bw.constraints
         .build(h, x, v, &cloth.pins, colliders, cloth.thickness);
     let t = lap(stats, Stage::Contacts, t);
     z.end();
     let z = profile::zone(Stage::Assemble);
 
-    cloth.system.assemble(
+    bw.system.assemble(
         h,
         x,
         v,
         mass,
         &cloth.external,
-        cloth.constraints.y(),
+        bw.constraints.y(),
         cloth.air_damping,
     );
     let t = lap(stats, Stage::Assemble, t);
     z.end();
     let z = profile::zone(Stage::Solve);
     let mut should_stop = |_iteration: u32| deadline.passed();
-    let report = cloth.system.solve(
+    let report = bw.system.solve(
         v,
         &pcg,
-        cloth.constraints.filters(),
-        cloth.constraints.z(),
+        bw.constraints.filters(),
+        bw.constraints.z(),
         &mut should_stop,
     );
     stats.add_solve(
@@ -827,8 +918,8 @@ fn dynamics(
     z.end();
     let z = profile::zone(Stage::Finish);
 
-    cloth.constraints.resolve_after_solve(
-        cloth.system.constraint_impulses(),
+    bw.constraints.resolve_after_solve(
+        bw.system.constraint_impulses(),
         v,
         mass,
         colliders,
@@ -841,7 +932,7 @@ fn dynamics(
     // end velocity keeps BW's v1 plus the collision corrections:
     // v = v1 + (v½_corrected − v½) = v½_corrected − y/h ([`end_substep`]).
     let inv_h = 1.0 / h;
-    for (vi, yi) in v.iter_mut().zip(cloth.constraints.y()) {
+    for (vi, yi) in v.iter_mut().zip(bw.constraints.y()) {
         *vi += *yi * inv_h;
     }
     t
@@ -850,9 +941,12 @@ fn dynamics(
 /// The end of a substep after its last collision stage: x = x0 + h v½, v = v½ − y/h, the
 /// optional velocity smoothing, pins exactly on their targets, the contact counts.
 fn end_substep(cloth: &mut SimCloth, h: f32, stats: &mut FrameStats) {
+    let Some(bw) = cloth.model.baraff_witkin_mut() else {
+        return;
+    };
     let inv_h = 1.0 / h;
     let (x, v, mass, inv_mass) = cloth.state.split_mut();
-    let y = cloth.constraints.y();
+    let y = bw.constraints.y();
     for ((xi, vi), yi) in x.iter_mut().zip(v.iter_mut()).zip(y) {
         *xi += h * *vi;
         *vi -= *yi * inv_h;
@@ -860,16 +954,15 @@ fn end_substep(cloth: &mut SimCloth, h: f32, stats: &mut FrameStats) {
     // Optional implicit velocity smoothing of the end velocities (course
     // notes §4.10): positions are final, so the guarantee above stands.
     let smoothing = Instant::now();
-    cloth
-        .collision
+    bw.collision
         .smooth(&cloth.collision_settings, v, mass, inv_mass);
     stats.collide_ms.smoothing_ms += smoothing.elapsed().as_secs_f64() * 1e3;
     for pin in &cloth.pins {
         // Exactly on target, whatever the rounding of x0 + h v1.
         x[pin.vertex as usize] = pin.target;
     }
-    stats.contacts = cloth.constraints.active_contacts();
-    stats.contacts_released += cloth.constraints.released_contacts();
+    stats.contacts = bw.constraints.active_contacts();
+    stats.contacts_released += bw.constraints.released_contacts();
 }
 
 /// The span of the normals along which the collision stage's collisions with kinematic bodies

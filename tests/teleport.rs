@@ -109,7 +109,10 @@ fn a_softer_material_takes_effect_and_the_same_material_changes_nothing() {
     let (mut same, dt) = world(SCENE);
     let (mut reference, _) = world(SCENE);
     let (mut soft, _) = world(SCENE);
-    let m = *same.cloths()[0].system().settings();
+    let m = *same.cloths()[0]
+        .system()
+        .expect("a Baraff–Witkin cloth")
+        .settings();
     same.set_cloth_material(same.cloth_ids()[0], m.membrane, m.bend)
         .unwrap();
     let mut membrane = m.membrane;
@@ -118,7 +121,14 @@ fn a_softer_material_takes_effect_and_the_same_material_changes_nothing() {
     membrane.shear /= 50.0;
     soft.set_cloth_material(soft.cloth_ids()[0], membrane, m.bend)
         .unwrap();
-    assert_eq!(soft.cloths()[0].system().settings().membrane, membrane);
+    assert_eq!(
+        soft.cloths()[0]
+            .system()
+            .expect("a Baraff–Witkin cloth")
+            .settings()
+            .membrane,
+        membrane
+    );
     steps(&mut same, dt, 30);
     steps(&mut reference, dt, 30);
     steps(&mut soft, dt, 30);
@@ -172,7 +182,10 @@ fn bad_states_and_materials_are_refused_and_change_nothing() {
             cloth: never_issued
         })
     );
-    let m = *w.cloths()[0].system().settings();
+    let m = *w.cloths()[0]
+        .system()
+        .expect("a Baraff–Witkin cloth")
+        .settings();
     let mut bad = m.membrane;
     bad.shear = -1.0;
     assert!(w.set_cloth_material(w.cloth_ids()[0], bad, m.bend).is_err());
@@ -182,6 +195,13 @@ fn bad_states_and_materials_are_refused_and_change_nothing() {
         w.set_cloth_material(w.cloth_ids()[0], m.membrane, bend)
             .is_err()
     );
-    assert_eq!(w.cloths()[0].system().settings().membrane, m.membrane);
+    assert_eq!(
+        w.cloths()[0]
+            .system()
+            .expect("a Baraff–Witkin cloth")
+            .settings()
+            .membrane,
+        m.membrane
+    );
     assert_eq!(w.state_hash(), before);
 }

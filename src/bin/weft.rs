@@ -23,6 +23,8 @@ use weft::world::{ClothDesc, World};
 
 #[path = "weft/preview.rs"]
 mod preview;
+#[path = "weft/stats_csv.rs"]
+mod stats_csv;
 
 #[derive(Parser)]
 #[command(
@@ -814,34 +816,8 @@ fn run(
     snapshot(&world, 0, &mut subdivided)?;
     let csv_path = dir.join("stats.csv");
     let mut csv = BufWriter::new(fs::File::create(&csv_path).map_err(|e| io_err(&csv_path, e))?);
-    let mut header = String::from("frame,time_s,frame_ms");
-    for s in Stage::ALL {
-        header.push_str(&format!(",{}_ms", s.column()));
-    }
-    header.push_str(
-        ",substeps,rejected,cg_iterations,cg_max,cg_residual,cg_unconverged,contacts,released,max_strain,energy_j,deadline_hit,\
-         proximity_pairs,ccd_hits,ccd_rounds,zone_rounds,impact_zones,largest_zone,last_resorts,rounds_cut,last_resort_hits,gave_way,pool_overflows",
-    );
-    for c in CollideTimes::COLUMNS {
-        header.push(',');
-        header.push_str(c);
-    }
-    // Isometric model (Wang 2012); zeros for Baraff–Witkin cloths.
-    header.push_str(
-        ",newton_iterations,newton_max,newton_unconverged,contact_rows,\
-         base_strain_midpoint,base_strain_end_to_end,bending_energy_j",
-    );
-    // The frame arenas' high-water bytes (runtime::arena).
-    header.push_str(",arena_bytes");
-    // Isometric: the largest red–red row strain (what strain_tolerance bounds).
-    header.push_str(",row_strain");
-    // Baraff–Witkin: solves whose IC(0) needed a shift / fell back to block Jacobi.
-    header.push_str(",precond_shifted,precond_fallbacks");
-    // Isometric: the sparse Cholesky's factor and solve times, and its PCG fallbacks.
-    header.push_str(",direct_assemble_ms,factor_ms,direct_solve_ms,direct_fallbacks");
-    // Isometric: nodes the last collision pass moved unprojected; projections that kept their
-    // best iterate.
-    header.push_str(",failsafe_moved,kept_best");
+    let models = stats_csv::Models::of(&world);
+    let header = stats_csv::header(models);
     writeln!(csv, "{header}").map_err(|e| io_err(&csv_path, e))?;
 
     let dt = scene.dt();
@@ -852,7 +828,7 @@ fn run(
     for f in 1..=frames {
         match world.step(dt) {
             Ok(stats) => {
-                write_csv_row(&mut csv, u64::from(f), world.time(), &stats)
+                stats_csv::write_row(&mut csv, models, u64::from(f), world.time(), &stats)
                     .map_err(|e| io_err(&csv_path, e))?;
                 // One row per frame on disk as soon as the frame ends: a long or
                 // interrupted run can be watched and keeps what it computed.
@@ -919,6 +895,7 @@ fn run(
         threads,
         world.state_hash(),
         failure.is_some(),
+        models,
     );
     let json_path = dir.join("summary.json");
     fs::write(&json_path, summary.to_json()).map_err(|e| io_err(&json_path, e))?;
@@ -961,7 +938,7 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
         "{:<12} {:>10} {:>10} {:>8}",
         "stage", "median ms", "p95 ms", "budget%"
     );
-    for (label, v) in stage_columns(&all) {
+    for (label, v) in stage_columns(&all, stats_csv::Models::of(&world)) {
         let (med, p95) = (percentile(&v, 0.5), percentile(&v, 0.95));
         println!(
             "{:<12} {:>10.3} {:>10.3} {:>7.1}%",
@@ -985,17 +962,25 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Every timed row of `weft bench` with its per-frame values (ms): the stages,
-/// the collide stage's sub-stages indented under it, and the whole frame.
-fn stage_columns(all: &[FrameStats]) -> Vec<(String, Vec<f64>)> {
+/// Every timed row of `weft bench` with its per-frame values (ms): the stages `models` go
+/// through, the collision sub-stages indented under the stage that holds them (`collide`, or
+/// `solve` for a run of isometric cloths only, whose step runs its own collision passes), and
+/// the whole frame.
+fn stage_columns(all: &[FrameStats], models: stats_csv::Models) -> Vec<(String, Vec<f64>)> {
     let mut rows = Vec::new();
-    for s in Stage::ALL {
+    let holder = if models.baraff_witkin {
+        Stage::Collide
+    } else {
+        Stage::Solve
+    };
+    for s in models.stages() {
         rows.push((
             s.column().to_string(),
             all.iter().map(|x| x.stage_ms.get(s)).collect(),
         ));
-        if s == Stage::Collide {
-            for (i, name) in CollideTimes::COLUMNS.iter().enumerate() {
+        if s == holder {
+            for i in models.collide_columns() {
+                let name = CollideTimes::COLUMNS[i];
                 let label = name.trim_start_matches("collide_").trim_end_matches("_ms");
                 rows.push((
                     format!("  {label}"),
@@ -1022,8 +1007,7 @@ fn cg_iterations(all: &[FrameStats]) -> Vec<f64> {
 /// (36 + 4 bytes a block, 12 + 12 a row; row offsets left out), the memcpy's
 /// the same count read and the same count written.
 fn spmv_against_memcpy(world: &World) -> Option<String> {
-    let cloth = world.cloths().iter().find(|c| c.isometric().is_none())?;
-    let a = cloth.system().matrix();
+    let a = world.cloths().iter().find_map(|c| c.system())?.matrix();
     let n = a.num_rows();
     let bytes = a.pattern().num_blocks() * (36 + 4) + n * (12 + 12);
     let x: Vec<Vec3> = (0..n)
@@ -1133,9 +1117,10 @@ fn bench_compare(
         "stage", "A med ms", "B med ms", "B/A"
     );
     let ratio = |x: f64, y: f64| if x > 0.0 { y / x } else { f64::NAN };
-    for ((label, va), (_, vb)) in stage_columns(&a.frames)
+    let models = stats_csv::Models::of(&a.world).or(stats_csv::Models::of(&b.world));
+    for ((label, va), (_, vb)) in stage_columns(&a.frames, models)
         .into_iter()
-        .zip(stage_columns(&b.frames))
+        .zip(stage_columns(&b.frames, models))
     {
         let (ma, mb) = (percentile(&va, 0.5), percentile(&vb, 0.5));
         println!(
@@ -1375,67 +1360,6 @@ fn stress(
     Ok(())
 }
 
-fn write_csv_row(w: &mut impl Write, frame: u64, time: f64, s: &FrameStats) -> std::io::Result<()> {
-    write!(w, "{frame},{time:.6},{:.4}", s.frame_ms)?;
-    for st in Stage::ALL {
-        write!(w, ",{:.4}", s.stage_ms.get(st))?;
-    }
-    write!(
-        w,
-        ",{},{},{},{},{:.3e},{},{},{},{:.6},{:.6e},{}",
-        s.substeps,
-        s.rejected_substeps,
-        s.cg_iterations,
-        s.cg_max_iterations,
-        s.cg_residual,
-        s.cg_unconverged,
-        s.contacts,
-        s.contacts_released,
-        s.max_strain,
-        s.energy,
-        u8::from(s.deadline_hit)
-    )?;
-    write!(
-        w,
-        ",{},{},{},{},{},{},{},{},{},{},{}",
-        s.proximity_pairs,
-        s.ccd_hits,
-        s.ccd_rounds,
-        s.zone_rounds,
-        s.impact_zones,
-        s.largest_zone,
-        s.last_resorts,
-        s.rounds_cut,
-        s.last_resort_hits,
-        s.last_resorts_gave_way,
-        s.pool_overflows
-    )?;
-    for ms in s.collide_ms.values() {
-        write!(w, ",{ms:.4}")?;
-    }
-    write!(
-        w,
-        ",{},{},{},{},{:.6e},{:.6e},{:.6e}",
-        s.newton_iterations,
-        s.newton_max_iterations,
-        s.newton_unconverged,
-        s.contact_rows,
-        s.base_strain_midpoint,
-        s.base_strain_end_to_end,
-        s.bending_energy
-    )?;
-    write!(w, ",{}", s.arena_bytes)?;
-    write!(w, ",{:.6e}", s.row_strain)?;
-    write!(w, ",{},{}", s.precond_shifted, s.precond_fallbacks)?;
-    write!(
-        w,
-        ",{:.3},{:.3},{:.3},{}",
-        s.direct_assemble_ms, s.factor_ms, s.direct_solve_ms, s.direct_fallbacks
-    )?;
-    write!(w, ",{},{}", s.failsafe_moved, s.kept_best)?;
-    writeln!(w)
-}
-
 /// Linear-interpolated percentile (q in [0, 1]) of `v`.
 fn percentile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
@@ -1475,14 +1399,36 @@ struct Summary {
     last_resort_hits: u32,
     state_hash: u64,
     failed: bool,
+    /// The models of the run's cloths: each model's own figures are reported only for a run
+    /// that uses it.
+    models: stats_csv::Models,
 }
 
+/// `summary.json` keys of the Baraff–Witkin model only.
+const BW_SUMMARY_KEYS: [&str; 2] = ["max_contacts", "rejected_substeps"];
+
+/// `summary.json` keys of the isometric model only.
+const ISOMETRIC_SUMMARY_KEYS: [&str; 5] = [
+    "max_contact_rows",
+    "max_base_strain_midpoint",
+    "max_base_strain_end_to_end",
+    "max_row_strain",
+    "newton_unconverged_projections",
+];
+
 impl Summary {
-    fn new(scene: &str, all: &[FrameStats], threads: usize, state_hash: u64, failed: bool) -> Self {
-        let stage_median_ms = Stage::ALL
-            .iter()
+    fn new(
+        scene: &str,
+        all: &[FrameStats],
+        threads: usize,
+        state_hash: u64,
+        failed: bool,
+        models: stats_csv::Models,
+    ) -> Self {
+        let stage_median_ms = models
+            .stages()
             .map(|s| {
-                let v: Vec<f64> = all.iter().map(|x| x.stage_ms.get(*s)).collect();
+                let v: Vec<f64> = all.iter().map(|x| x.stage_ms.get(s)).collect();
                 (s.column(), percentile(&v, 0.5))
             })
             .collect();
@@ -1519,6 +1465,7 @@ impl Summary {
             last_resort_hits: all.iter().map(|x| x.last_resort_hits).sum(),
             state_hash,
             failed,
+            models,
         }
     }
 
@@ -1528,7 +1475,7 @@ impl Summary {
             .iter()
             .map(|(k, v)| ((*k).to_string(), serde_json::json!(v)))
             .collect();
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "scene": self.scene,
             "frames": self.frames,
             "threads": self.threads,
@@ -1555,14 +1502,52 @@ impl Summary {
             "state_hash": format!("{:016x}", self.state_hash),
             "failed": self.failed,
         });
+        if let Some(map) = v.as_object_mut() {
+            if !self.models.baraff_witkin {
+                BW_SUMMARY_KEYS.iter().for_each(|k| _ = map.remove(*k));
+            }
+            if !self.models.isometric {
+                ISOMETRIC_SUMMARY_KEYS
+                    .iter()
+                    .for_each(|k| _ = map.remove(*k));
+            }
+        }
         serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
     }
 
     fn text(&self) -> String {
+        let (bw, iso) = (self.models.baraff_witkin, self.models.isometric);
+        let mut contacts = Vec::new();
+        if bw {
+            contacts.push(format!("{} (collider vertices)", self.max_contacts));
+        }
+        if iso {
+            contacts.push(format!(
+                "{} (isometric contact rows)",
+                self.max_contact_rows
+            ));
+        }
+        let mut unconverged = vec![format!("{} (PCG)", self.cg_unconverged)];
+        if iso {
+            unconverged.push(format!(
+                "{} (Gauss–Newton projections)",
+                self.newton_unconverged
+            ));
+        }
+        let mut model_figures = String::new();
+        if bw {
+            model_figures.push_str(&format!(", rejected substeps {}", self.rejected_substeps));
+        }
+        model_figures.push_str(&format!(", unconverged solves {}", unconverged.join(" / ")));
+        if iso {
+            model_figures.push_str(&format!(
+                ", max row strain {:.3}%",
+                100.0 * self.max_row_strain
+            ));
+        }
         format!(
             "{}: {} frames on {} threads, {:.2} ms/frame median ({:.2} p95, {:.2} max), max strain {:.3}% (final {:.3}%), \
-             max contacts {} (collider vertices) / {} (isometric contact rows), rejected substeps {}, unconverged solves {} (PCG) / {} (Gauss–Newton projections), \
-             max row strain {:.3}%, deadline misses {}, last resorts {} (rounds cut by the deadline {}, hits left after them {}), state_hash {:016x}",
+             max contacts {}{}, deadline misses {}, last resorts {} (rounds cut by the deadline {}, hits left after them {}), state_hash {:016x}",
             self.scene,
             self.frames,
             self.threads,
@@ -1571,12 +1556,8 @@ impl Summary {
             self.frame_max_ms,
             100.0 * self.max_strain,
             100.0 * self.final_strain,
-            self.max_contacts,
-            self.max_contact_rows,
-            self.rejected_substeps,
-            self.cg_unconverged,
-            self.newton_unconverged,
-            100.0 * self.max_row_strain,
+            contacts.join(" / "),
+            model_figures,
             self.deadline_misses,
             self.last_resorts,
             self.rounds_cut,

@@ -483,19 +483,20 @@ pub struct weft_step_stats {
     pub frame_ms: f64,
     /// Pins and colliders advanced, gravity (ms).
     pub kinematics_ms: f64,
-    /// Collider contacts became constraints (ms).
+    /// Baraff–Witkin cloths: collider contacts became constraints (ms).
     pub contacts_ms: f64,
-    /// Forces and Jacobians assembled (ms).
+    /// Baraff–Witkin cloths: forces and Jacobians assembled (ms).
     pub assemble_ms: f64,
-    /// Linear solve (ms).
+    /// Linear solve (ms); for isometric cloths the whole Table 3.1 step, its collision
+    /// passes included.
     pub solve_ms: f64,
-    /// Collision stage (ms).
+    /// Baraff–Witkin cloths: collision stage (ms).
     pub collide_ms: f64,
-    /// Write-back, friction, step control (ms).
+    /// Baraff–Witkin cloths: write-back, friction, step control (ms).
     pub finish_ms: f64,
     /// Accepted substeps over all cloths.
     pub substeps: u32,
-    /// Substeps rejected by step control.
+    /// Baraff–Witkin cloths: substeps rejected by step control.
     pub rejected_substeps: u32,
     /// CG iterations summed over every solve.
     pub cg_iterations: u32,
@@ -505,7 +506,7 @@ pub struct weft_step_stats {
     pub cg_residual: f64,
     /// Solves stopped by the cap or the deadline before the tolerance.
     pub cg_unconverged: u32,
-    /// Vertex–collider contacts in the last substep.
+    /// Baraff–Witkin cloths: vertex–collider contacts in the last substep.
     pub contacts: u32,
     /// Close pairs given repulsion (summed over substeps).
     pub proximity_pairs: u32,
@@ -537,6 +538,12 @@ pub struct weft_step_stats {
     /// Isometric cloths: largest strain of the red–red rows (eq. 3.1) at the end of the
     /// frame, what `strain_tolerance` bounds (`max_strain` covers every subdivided edge).
     pub row_strain: f64,
+    /// Baraff–Witkin cloths the frame stepped: without any, the fields marked "Baraff–Witkin
+    /// cloths" are zero (not in weft 0.1's struct).
+    pub baraff_witkin_cloths: u32,
+    /// Isometric cloths the frame stepped: without any, the fields marked "Isometric cloths"
+    /// are zero (not in weft 0.1's struct).
+    pub isometric_cloths: u32,
 }
 
 /// What `weft_scene_load` read.
@@ -572,12 +579,17 @@ pub(crate) trait SizePrefixed: Copy {
 /// `sizeof` the size-prefixed structs in weft 0.1 (the layout of `tests/c/weft_0_1/weft.h`).
 mod released {
     pub(super) const CLOTH_DESC_0_1: u32 = 352;
+    pub(super) const STEP_STATS_0_1: u32 = 168;
 }
 
 // Fields appended since a release start at or after that release's size, so an older
 // struct's bytes (its trailing padding included) never land in a field it does not have.
 const _: () = {
     assert!(std::mem::offset_of!(weft_cloth_desc, velocities) >= released::CLOTH_DESC_0_1 as usize);
+    assert!(
+        std::mem::offset_of!(weft_step_stats, baraff_witkin_cloths)
+            >= released::STEP_STATS_0_1 as usize
+    );
     assert!(std::mem::offset_of!(weft_world_desc, size) == 0);
     assert!(std::mem::offset_of!(weft_cloth_desc, size) == 0);
     assert!(std::mem::offset_of!(weft_collider_desc, size) == 0);
@@ -611,7 +623,7 @@ impl SizePrefixed for weft_collider_desc {
 
 impl SizePrefixed for weft_step_stats {
     const NAME: &'static str = "weft_step_stats";
-    const RELEASED_SIZES: &'static [u32] = &[];
+    const RELEASED_SIZES: &'static [u32] = &[released::STEP_STATS_0_1];
     fn defaults() -> Self {
         Self::from_stats(&FrameStats::default())
     }
@@ -1638,6 +1650,8 @@ impl weft_step_stats {
             base_strain_end_to_end: s.base_strain_end_to_end,
             bending_energy: s.bending_energy,
             row_strain: s.row_strain,
+            baraff_witkin_cloths: s.baraff_witkin_cloths,
+            isometric_cloths: s.isometric_cloths,
         }
     }
 }

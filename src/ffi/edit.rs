@@ -188,8 +188,8 @@ pub unsafe extern "C" fn weft_cloth_set_material(
     })
 }
 
-/// `*out` receives a cloth's Baraff–Witkin material (for an isometric cloth, the
-/// descriptor's values it was created with, which its step does not use).
+/// `*out` receives a cloth's Baraff–Witkin material. An isometric cloth gives
+/// `WEFT_STATUS_UNSUPPORTED` (it has no Baraff–Witkin material; `*out` is left alone).
 ///
 /// # Safety
 /// `world` NULL or live; `out` NULL or writable.
@@ -203,7 +203,13 @@ pub unsafe extern "C" fn weft_cloth_material(
         let w = try_mut!(world, "world");
         let out = try_mut!(out, "out");
         let index = w.cloth(cloth)?.id;
-        let s = cloth_of(&w.world, index)?.system().settings();
+        let Some(system) = cloth_of(&w.world, index)?.system() else {
+            return Err(FfiError::new(
+                weft_status::WEFT_STATUS_UNSUPPORTED,
+                "an isometric cloth has no Baraff–Witkin material (its bending is set at creation)",
+            ));
+        };
+        let s = system.settings();
         *out = weft_material::from_params(&s.membrane, &s.bend);
         Ok(())
     })

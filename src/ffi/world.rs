@@ -364,7 +364,7 @@ impl weft_world {
                     // The isometric model takes the restored f32 state over
                     // at its next step; its BDF2 history and warm starts are
                     // from the failed step, so they are dropped.
-                    if let Some(iso) = c.sim.isometric.as_mut() {
+                    if let Some(iso) = c.sim.model.isometric_mut() {
                         iso.reset();
                     }
                 }

@@ -214,16 +214,7 @@ impl ImplicitEuler {
         settings: BwSettings,
     ) -> Result<Self, BwBuildError> {
         let n = mesh.num_vertices();
-        let mut tri_rest = Vec::with_capacity(mesh.num_triangles());
-        for (t, tri) in mesh.triangles.iter().enumerate() {
-            let uv = match &mesh.corner_uvs {
-                Some(uvs) => uvs[t].map(|p| p.as_dvec2()),
-                None => flatten_triangle(tri.map(|i| mesh.positions[i as usize].as_dvec3())),
-            };
-            let rest =
-                TriangleRest::from_uv(uv).ok_or(BwBuildError::DegenerateRest { face: t as u32 })?;
-            tri_rest.push(rest);
-        }
+        let tri_rest = triangle_rests(mesh)?;
         let mut hinge_verts = Vec::with_capacity(topology.hinges().len());
         let mut hinge_rest = Vec::with_capacity(topology.hinges().len());
         for hinge in topology.hinges() {
@@ -1003,6 +994,26 @@ fn for_each_element<const N: usize, R: Sync>(
     } else {
         run(out, verts, rest);
     }
+}
+
+/// The rest data of every triangle of `mesh` ([`ImplicitEuler::triangle_rest`], without the
+/// rest of the system): from `mesh.corner_uvs` when present, else each triangle laid flat in
+/// its own plane. The lumped masses of both models come from these rest areas.
+///
+/// # Errors
+/// [`BwBuildError::DegenerateRest`] for the first triangle with a zero rest area.
+pub fn triangle_rests(mesh: &TriMesh) -> Result<Vec<TriangleRest>, BwBuildError> {
+    mesh.triangles
+        .iter()
+        .enumerate()
+        .map(|(t, tri)| {
+            let uv = match &mesh.corner_uvs {
+                Some(uvs) => uvs[t].map(|p| p.as_dvec2()),
+                None => flatten_triangle(tri.map(|i| mesh.positions[i as usize].as_dvec3())),
+            };
+            TriangleRest::from_uv(uv).ok_or(BwBuildError::DegenerateRest { face: t as u32 })
+        })
+        .collect()
 }
 
 /// Lays a 3D triangle flat: corner 0 at the origin, corner 1 on +u.

@@ -412,6 +412,12 @@ impl IsometricStepper {
         }
     }
 
+    /// The collision stage of the step's passes.
+    #[must_use]
+    pub fn collision(&self) -> &ClothCollision {
+        &self.collision
+    }
+
     /// The collision stage (to set its obstacle meshes).
     pub fn collision_mut(&mut self) -> &mut ClothCollision {
         &mut self.collision

@@ -307,6 +307,13 @@ impl IsometricCloth {
         &self.last
     }
 
+    /// The collision stage of the stepper (the cloth's only one: it runs without the strain
+    /// limiter).
+    #[must_use]
+    pub fn collision(&self) -> &ClothCollision {
+        self.stepper.collision()
+    }
+
     /// The collision stage of the stepper (the world sets its obstacle meshes).
     pub fn collision_mut(&mut self) -> &mut ClothCollision {
         self.stepper.collision_mut()

@@ -125,6 +125,13 @@ pub struct FrameStats {
     /// Isometric cloths: projections that stopped unconverged and kept their best iterate
     /// rather than the last one.
     pub kept_best: u32,
+    /// Baraff–Witkin cloths the frame stepped. Without any, the fields of that model (step
+    /// control's `rejected_substeps`, the collider `contacts`, the preconditioner counts, the
+    /// contacts, assemble and finish stage times) are zero.
+    pub baraff_witkin_cloths: u32,
+    /// Isometric cloths (Wang 2012) the frame stepped. Without any, the fields marked
+    /// "Isometric cloths" are zero.
+    pub isometric_cloths: u32,
 }
 
 impl FrameStats {
@@ -196,6 +203,8 @@ impl FrameStats {
         self.direct_fallbacks += o.direct_fallbacks;
         self.failsafe_moved += o.failsafe_moved;
         self.kept_best += o.kept_best;
+        self.baraff_witkin_cloths += o.baraff_witkin_cloths;
+        self.isometric_cloths += o.isometric_cloths;
     }
 
     /// Folds one solve's preconditioner outcome in: whether its factorisation needed a shift,

@@ -5,12 +5,12 @@ use glam::{Vec2, Vec3};
 use crate::collide::resolve::{ClothCollision, CollisionSettings};
 use crate::collide::strain_limit::EdgeDrive;
 use crate::integrate::contact::{Constraints, PinTarget};
-use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler};
+use crate::integrate::implicit_euler::{BwBuildError, BwSettings, ImplicitEuler, triangle_rests};
 use crate::integrate::isometric_cloth::{IsometricCloth, IsometricClothError, IsometricDesc};
 use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
 use crate::mesh::{MeshError, Topology, TriMesh};
-use crate::pipeline::SimCloth;
+use crate::pipeline::{BwStep, ClothModel, SimCloth};
 use crate::runtime::arena::FrameArena;
 use crate::state::{ClothState, lumped_masses};
 
@@ -93,14 +93,47 @@ pub struct Cloth {
 }
 
 impl Cloth {
-    /// Validates `desc` ([`Cloth::check_desc`]) and builds the cloth with every buffer sized.
+    /// Validates `desc` ([`Cloth::check_desc`]) and builds a Baraff–Witkin cloth with every
+    /// buffer sized.
     pub fn new(desc: ClothDesc) -> Result<Self, ClothError> {
         let topology = Cloth::check_desc(&desc)?;
+        let system = ImplicitEuler::new(&desc.mesh, &topology, desc.model)?;
+        let areas: Vec<f64> = system.triangle_rest().iter().map(|r| r.area).collect();
+        Cloth::build(
+            desc,
+            &topology,
+            &areas,
+            |mesh, edges, rest_lengths, state| {
+                ClothModel::BaraffWitkin(Box::new(BwStep {
+                    constraints: Constraints::new(mesh.num_vertices()),
+                    backup: state.clone(),
+                    measure_before: vec![0.0; mesh.num_triangles()],
+                    measure_after: vec![0.0; mesh.num_triangles()],
+                    collision: ClothCollision::new(
+                        &mesh.triangles,
+                        edges,
+                        rest_lengths,
+                        &mesh.positions,
+                    ),
+                    system,
+                }))
+            },
+        )
+    }
+
+    /// What both models share, built from a checked `desc`: the state (lumped masses from the
+    /// triangles' rest `areas`, the initial velocity, the pins), edges and rest lengths, the
+    /// external-force buffer, the collision settings, the frame arena; `model` builds the
+    /// model's own step data from the mesh, edges, rest lengths and initial state.
+    fn build(
+        desc: ClothDesc,
+        topology: &Topology,
+        areas: &[f64],
+        model: impl FnOnce(&TriMesh, &[[u32; 2]], &[f32], &ClothState) -> ClothModel,
+    ) -> Result<Self, ClothError> {
         let mesh = desc.mesh;
         let n = mesh.num_vertices();
-        let system = ImplicitEuler::new(&mesh, &topology, desc.model)?;
-        let areas: Vec<f64> = system.triangle_rest().iter().map(|r| r.area).collect();
-        let mass = lumped_masses(n, &mesh.triangles, &areas, f64::from(desc.density));
+        let mass = lumped_masses(n, &mesh.triangles, areas, f64::from(desc.density));
         // `ClothState::new` requires finite positive masses: a density and rest areas in range
         // can still multiply out of it.
         limits::check_vertex_masses("density", &mass)?;
@@ -126,12 +159,11 @@ impl Cloth {
             });
         }
         let edges = topology.edges().to_vec();
-        let rest_lengths = rest_edge_lengths(&mesh, &topology);
+        let rest_lengths = rest_edge_lengths(&mesh, topology);
         let c = desc.collision;
         check_non_negative("collision.repulsion_stiffness", c.repulsion_stiffness)?;
         check_non_negative("collision.friction", c.friction)?;
-        let collision =
-            ClothCollision::new(&mesh.triangles, &edges, &rest_lengths, &mesh.positions);
+        let model = model(&mesh, &edges, &rest_lengths, &state);
         let ntri = mesh.num_triangles();
         Ok(Self {
             name: desc.name,
@@ -139,20 +171,14 @@ impl Cloth {
                 triangles: mesh.triangles,
                 edges,
                 rest_lengths,
-                backup: state.clone(),
                 state,
-                system,
-                constraints: Constraints::new(n),
                 pins,
                 external: vec![Vec3::ZERO; n],
-                measure_before: vec![0.0; ntri],
-                measure_after: vec![0.0; ntri],
                 thickness: desc.thickness,
                 friction: desc.friction,
                 air_damping: desc.air_damping,
                 collision_settings: desc.collision,
-                collision,
-                isometric: None,
+                model,
             },
             pin_tracks: Vec::new(),
             arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
@@ -210,7 +236,8 @@ impl Cloth {
     /// edges and every output are its 4:1 subdivision, black nodes first with the input's vertex
     /// indices (so `desc.pins`, given on the input mesh, pin black nodes). Masses are the areal
     /// density times ⅓ of the incident subdivided triangles' rest areas (Wang 2012 §3.1; `docs/methods/references.md`).
-    /// `desc.model` (Baraff–Witkin) is not used by the step.
+    /// `desc.model` (Baraff–Witkin) is not used: the cloth builds no Baraff–Witkin system,
+    /// filters or collision stage beside the model's own (`pipeline::ClothModel::Isometric`).
     pub fn new_isometric(desc: ClothDesc, iso: IsometricDesc) -> Result<Self, ClothError> {
         desc.mesh.validate()?;
         let nv = desc.mesh.num_vertices();
@@ -224,18 +251,21 @@ impl Cloth {
             IsometricClothError::Mesh(m) => ClothError::Mesh(m),
             other => ClothError::Isometric(other),
         })?;
-        let mut cloth = Cloth::new(ClothDesc {
+        let desc = ClothDesc {
             mesh: model.mesh().clone(),
             ..desc
-        })?;
-        cloth.sim.isometric = Some(Box::new(model));
-        Ok(cloth)
+        };
+        let topology = Cloth::check_desc(&desc)?;
+        let areas: Vec<f64> = triangle_rests(&desc.mesh)?.iter().map(|r| r.area).collect();
+        Cloth::build(desc, &topology, &areas, |_, _, _, _| {
+            ClothModel::Isometric(Box::new(model))
+        })
     }
 
     /// The isometric model, when this cloth uses it.
     #[must_use]
     pub fn isometric(&self) -> Option<&IsometricCloth> {
-        self.sim.isometric.as_deref()
+        self.sim.model.isometric()
     }
 
     /// Name.
@@ -268,10 +298,11 @@ impl Cloth {
         (&self.sim.edges, &self.sim.rest_lengths)
     }
 
-    /// The Baraff–Witkin system (rest data, settings).
+    /// The Baraff–Witkin system (rest data, settings); `None` for an isometric cloth, which
+    /// builds none.
     #[must_use]
-    pub fn system(&self) -> &ImplicitEuler {
-        &self.sim.system
+    pub fn system(&self) -> Option<&ImplicitEuler> {
+        self.sim.model.baraff_witkin().map(|bw| &bw.system)
     }
 
     /// Pinned vertices and their current targets.
@@ -336,7 +367,7 @@ impl Cloth {
     pub fn max_strain_by_drive(&self) -> [f32; 3] {
         let x = self.sim.state.positions();
         let inv_mass = self.sim.state.inv_masses();
-        let limiter = self.sim.collision.strain_limiter();
+        let limiter = self.sim.model.collision().strain_limiter();
         let mut out = [0.0f32; 3];
         for (&e, l0) in self.sim.edges.iter().zip(&self.sim.rest_lengths) {
             let s = ((x[e[0] as usize] - x[e[1] as usize]).length() / l0 - 1.0).abs();
@@ -360,9 +391,9 @@ impl Cloth {
             .zip(self.sim.state.masses())
             .map(|(p, m)| -f64::from(*m) * f64::from(gravity.dot(*p)))
             .sum();
-        let elastic = match &self.sim.isometric {
-            Some(iso) => iso.bending_energy(),
-            None => self.sim.system.elastic_energy(x),
+        let elastic = match &self.sim.model {
+            ClothModel::Isometric(iso) => iso.bending_energy(),
+            ClothModel::BaraffWitkin(bw) => bw.system.elastic_energy(x),
         };
         self.sim.state.kinetic_energy() + potential + elastic
     }

@@ -10,6 +10,7 @@ use crate::integrate::contact::PinTarget;
 use crate::integrate::pin_track::PinTrack;
 use crate::limits::{self, RangeError};
 use crate::model::baraff_witkin::{BendParams, MembraneParams};
+use crate::pipeline::ClothModel;
 use crate::state::ClothState;
 
 use super::World;
@@ -468,10 +469,7 @@ impl World {
         sizes: PoolSizes,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        c.sim.collision.set_pool_sizes(sizes);
-        if let Some(iso) = c.sim.isometric.as_mut() {
-            iso.collision_mut().set_pool_sizes(sizes);
-        }
+        c.sim.model.collision_mut().set_pool_sizes(sizes);
         Ok(())
     }
 
@@ -493,7 +491,9 @@ impl World {
         for p in &c.sim.pins {
             state.set_pinned(p.vertex as usize, true);
         }
-        c.sim.backup = state.clone();
+        if let Some(bw) = c.sim.model.baraff_witkin_mut() {
+            bw.backup = state.clone();
+        }
         c.sim.state = state;
         Ok(())
     }
@@ -563,10 +563,12 @@ impl World {
         if let Some(v) = velocities {
             c.sim.state.velocities_mut().copy_from_slice(v);
         }
-        c.sim.constraints.reset_history();
-        c.sim.system.forget_warm_start();
-        if let Some(iso) = c.sim.isometric.as_mut() {
-            iso.reset();
+        match &mut c.sim.model {
+            ClothModel::BaraffWitkin(bw) => {
+                bw.constraints.reset_history();
+                bw.system.forget_warm_start();
+            }
+            ClothModel::Isometric(iso) => iso.reset(),
         }
         Ok(())
     }
@@ -586,13 +588,13 @@ impl World {
         bend: BendParams,
     ) -> Result<(), EditError> {
         let c = self.cloth_mut(cloth)?;
-        if c.sim.isometric.is_some() {
+        let Some(bw) = c.sim.model.baraff_witkin_mut() else {
             return Err(EditError::WrongModel {
                 cloth,
                 message: "an isometric cloth has no Baraff–Witkin material (its bending is \
                           set at creation)",
             });
-        }
+        };
         for (value, what) in [
             (membrane.stretch_u, "material.stretch_u"),
             (membrane.stretch_v, "material.stretch_v"),
@@ -620,7 +622,7 @@ impl World {
                 });
             }
         }
-        c.sim.system.set_material(membrane, bend);
+        bw.system.set_material(membrane, bend);
         Ok(())
     }
 }

@@ -93,7 +93,7 @@ impl UnitContext<'_> {
             Unit::Alone((cloth, cloth_stats)) => {
                 // Isometric cloths have no analytic contact filters: the collision stage
                 // applies the colliders' friction on their tessellations.
-                let obstacles = if cloth.sim.isometric.is_some() {
+                let obstacles = if cloth.sim.model.isometric().is_some() {
                     self.obstacles_isometric
                 } else {
                     self.obstacles
@@ -351,7 +351,11 @@ impl World {
             stats.max_strain_free = stats.max_strain_free.max(free);
             stats.max_strain_pins = stats.max_strain_pins.max(pins);
             stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
-            if let Some(iso) = &c.sim.isometric {
+            match c.sim.model.isometric() {
+                Some(_) => stats.isometric_cloths += 1,
+                None => stats.baraff_witkin_cloths += 1,
+            }
+            if let Some(iso) = c.sim.model.isometric() {
                 let strain = iso.base_edge_strain();
                 stats.base_strain_midpoint =
                     stats.base_strain_midpoint.max(strain.through_midpoint);

@@ -78,7 +78,7 @@ impl Group {
         let ntri: usize = meshes.iter().map(|m| m.triangles.len()).sum();
         Self {
             members: members.to_vec(),
-            isometric: cloths[members[0] as usize].sim.isometric.is_some(),
+            isometric: cloths[members[0] as usize].sim.model.isometric().is_some(),
             stage: SharedStage {
                 collision,
                 settings: CollisionSettings::default(),
@@ -234,7 +234,9 @@ impl Layers {
                 if !self.reach[i].overlaps(&self.reach[j]) || self.kept_apart(i as u32, j as u32) {
                     continue;
                 }
-                if cloths[i].sim.isometric.is_some() != cloths[j].sim.isometric.is_some() {
+                if cloths[i].sim.model.isometric().is_some()
+                    != cloths[j].sim.model.isometric().is_some()
+                {
                     self.unsupported += 1;
                     continue;
                 }
@@ -336,12 +338,12 @@ impl Layers {
         dt: f32,
         g: Vec3,
     ) -> Option<(usize, usize)> {
-        if cloths.len() < 2 || cloths.iter().all(|c| c.sim.isometric.is_none()) {
+        if cloths.len() < 2 || cloths.iter().all(|c| c.sim.model.isometric().is_none()) {
             return None;
         }
         for (i, a) in cloths.iter().enumerate() {
             for (j, b) in cloths.iter().enumerate().skip(i + 1) {
-                if a.sim.isometric.is_some() == b.sim.isometric.is_some()
+                if a.sim.model.isometric().is_some() == b.sim.model.isometric().is_some()
                     || self.kept_apart(i as u32, j as u32)
                 {
                     continue;

@@ -298,20 +298,9 @@ impl World {
     }
 
     fn push_cloth(&mut self, mut cloth: Cloth) -> ClothId {
-        if let Some(iso) = cloth.sim.isometric.as_mut() {
-            iso.collision_mut()
-                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-            iso.collision_mut()
-                .set_obstacle_thickness(&self.obstacle_thickness);
-        }
-        cloth
-            .sim
-            .collision
-            .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-        cloth
-            .sim
-            .collision
-            .set_obstacle_thickness(&self.obstacle_thickness);
+        let collision = cloth.sim.model.collision_mut();
+        collision.set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+        collision.set_obstacle_thickness(&self.obstacle_thickness);
         self.cloths.push(cloth);
         self.layers.reset(self.cloths.len());
         self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
@@ -475,18 +464,9 @@ impl World {
         self.layers.reset(self.cloths.len());
         self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
         for c in &mut self.cloths {
-            c.sim
-                .collision
-                .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-            c.sim
-                .collision
-                .set_obstacle_thickness(&self.obstacle_thickness);
-            if let Some(iso) = c.sim.isometric.as_mut() {
-                iso.collision_mut()
-                    .set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
-                iso.collision_mut()
-                    .set_obstacle_thickness(&self.obstacle_thickness);
-            }
+            let collision = c.sim.model.collision_mut();
+            collision.set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
+            collision.set_obstacle_thickness(&self.obstacle_thickness);
         }
     }
 

@@ -76,7 +76,13 @@ static void step(weft_world *w, int frames) {
   weft_step_stats st;
   memset(&st, 0, sizeof st);
   st.size = sizeof st;
-  for (int f = 0; f < frames; f++) CHECK(weft_world_step(w, DT, &st));
+  for (int f = 0; f < frames; f++) {
+    CHECK(weft_world_step(w, DT, &st));
+    /* These worlds hold one Baraff–Witkin cloth: the stats say so. */
+    EXPECT_TRUE(st.baraff_witkin_cloths == 1 && st.isometric_cloths == 0,
+                "stats: %u Baraff-Witkin and %u isometric cloths", st.baraff_witkin_cloths,
+                st.isometric_cloths);
+  }
 }
 
 static uint64_t hash_of(const weft_world *w) {
