@@ -30,7 +30,13 @@
 //! `c · q`) is accumulated in `f64` over the fixed chunks of [`reduce`], so the iterates are
 //! bit-identical for any rayon thread count. Each iteration is three passes over the rows:
 //! `q = S A c` fused with `c · q`; the `dv`, `r` updates fused with `s = S P⁻¹ r` and `r · s`;
-//! and the new direction `c = S (s + β c)`. Nothing allocates once the workspace exists.
+//! and the new direction `c = S (s + β c)` (on the calling thread below
+//! `SERIAL_VECTOR_ROWS` rows). With block Jacobi the second pass is one chunked loop. With
+//! the incomplete factor in the natural order it is the factor's two sequential sweeps
+//! ([`IncompleteBlockLdl::apply_in_order`]): the forward sweep reads `r_i` right after
+//! updating `dv_i` and `r_i`, and the backward sweep filters each `s_i` and adds `r_i · s_i`
+//! as soon as it is solved, rows descending, in one `f64` sum (a fixed order, the same for
+//! any thread count). Nothing allocates once the workspace exists.
 //!
 //! Departure from the §2.8 pseudocode: `s` is filtered (`s = S P⁻¹ r`, so
 //! `d = r · S P⁻¹ S r`). In exact arithmetic `r ∈ range(S)` and nothing changes; in `f32`, `r`
@@ -628,16 +634,60 @@ fn precondition_pass<F: FilterSet>(
     })
 }
 
+/// The CG update `dv += α c`, `r −= α q` as the forward sweep's right-hand side, and
+/// `s = S P⁻¹ r` with `r · s` (summed in the backward sweep's order, rows descending).
+struct UpdateSweep<'a, F: FilterSet> {
+    alpha: f32,
+    c: &'a [Vec3],
+    q: &'a [Vec3],
+    dv: &'a mut [Vec3],
+    r: &'a mut [Vec3],
+    filters: &'a F,
+    dot: f64,
+}
+
+impl<F: FilterSet> super::block_ldl::Sweep for UpdateSweep<'_, F> {
+    #[inline]
+    fn rhs(&mut self, i: usize) -> Vec3 {
+        self.dv[i] += self.c[i] * self.alpha;
+        self.r[i] -= self.q[i] * self.alpha;
+        self.r[i]
+    }
+    #[inline]
+    fn finish(&mut self, i: usize, x: Vec3) -> Vec3 {
+        let s = if F::ALL_FREE {
+            x
+        } else {
+            self.filters.get(i).apply(x)
+        };
+        self.dot += dot_f64(self.r[i], s);
+        s
+    }
+}
+
+/// Rows below which the direction pass runs on the calling thread: its vectors (`s`, `c`,
+/// the filters) fit in a core's cache and the pass costs a few microseconds, the price of a
+/// fork-join. The pass writes each row from that row alone, so the bits are the same either way.
+const SERIAL_VECTOR_ROWS: usize = 16_384;
+
 /// `c = S (s + β c)`, or `c = S s` for the first direction.
 fn direction_pass<F: FilterSet>(filters: &F, s: &[Vec3], beta: Option<f32>, c: &mut [Vec3]) {
+    let row = |i: usize, ci: &mut Vec3| {
+        let v = match beta {
+            Some(beta) => s[i] + *ci * beta,
+            None => s[i],
+        };
+        *ci = filters.get(i).apply(v);
+    };
+    if c.len() < SERIAL_VECTOR_ROWS {
+        for (i, ci) in c.iter_mut().enumerate() {
+            row(i, ci);
+        }
+        return;
+    }
     reduce::for_each_chunk(c, |first, chunk: &mut [Vec3]| {
         for (k, ci) in chunk.iter_mut().enumerate() {
-            let i = first + k;
-            let v = match beta {
-                Some(beta) => s[i] + *ci * beta,
-                None => s[i],
-            };
-            *ci = filters.get(i).apply(v);
+            row(first + k, ci);
         }
     });
 }
@@ -692,6 +742,20 @@ fn update_pass<F: FilterSet>(
                 acc
             },
         ),
+        Pre::Factor(factor) if factor.num_parts() == 1 => {
+            // The update inside the forward sweep, the filter and r · s inside the backward.
+            let mut sweep = UpdateSweep {
+                alpha,
+                c,
+                q,
+                dv,
+                r,
+                filters,
+                dot: 0.0,
+            };
+            factor.apply_in_order(&mut sweep, s);
+            sweep.dot
+        }
         Pre::Factor(factor) => {
             reduce::for_each_chunk(
                 (dv, &mut *r),
