@@ -136,6 +136,7 @@ impl<const N: usize> Rows<N> {
     /// Adds the energy, the force and the rank-one part of `K w` of a condition with value `c`, gradient
     /// `g`, stiffness `k` and damping `k_d` (eq. 2.1, 2.8, 2.10). Returns nothing for the blocks: the
     /// caller adds `(h k_d + h² k) g gᵀ` in whatever form the condition's structure allows.
+    #[inline]
     fn add_condition(
         &mut self,
         c: f64,
@@ -160,6 +161,7 @@ impl<const N: usize> Rows<N> {
     }
 
     /// `b_i = h f_i + h (K w)_i`, rounded once.
+    #[inline]
     fn rhs(&self, h: f64) -> [Vec3; N] {
         std::array::from_fn(|i| (h * (self.force[i] + self.kw[i])).as_vec3())
     }
@@ -168,6 +170,7 @@ impl<const N: usize> Rows<N> {
 /// One stretch row `C = √a (|w| − b)`, `w = Σ coeff_m x_m` (eq. 2.4–2.5 with √a): adds its energy, force
 /// and `K w` to `rows` and returns the 3×3 matrix `M` with `A_ml += coeff_m coeff_l M`.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn stretch_row(
     rows: &mut Rows<3>,
     w_def: DVec3,
@@ -215,6 +218,7 @@ fn stretch_row(
 /// `x`, `v`: corner positions (m) and velocities (m/s) in the order of `rest`; `w = h v + y` (m); `h`
 /// the substep (s). Stiffnesses and dampings are non-negative (the scene and C checks).
 #[must_use]
+#[inline]
 pub fn membrane_system(
     x: &[DVec3; 3],
     v: &[DVec3; 3],
@@ -279,7 +283,7 @@ pub fn membrane_system(
 /// `x`, `v`: `[x1, x2, x3, x4]` (wings, then the shared edge) positions (m) and velocities (m/s);
 /// `w = h v + y` (m); `h` the substep (s). Stiffness and damping are non-negative.
 #[must_use]
-#[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn bend_system(
     x: &[DVec3; 4],
     v: &[DVec3; 4],
