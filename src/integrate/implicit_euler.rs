@@ -17,27 +17,25 @@
 //! so A is symmetric positive definite and the filtered PCG applies.
 //!
 //! Everything this step touches is sized when the cloth is created: the block
-//! pattern (edges and hinge wing pairs), the element outputs and the gather maps
-//! from them to the block slots and right-hand-side rows ([`Gather`]), the
+//! pattern (edges and hinge wing pairs), every element's block slots and the plan
+//! that scatters the elements into them in parallel ([`ScatterPlan`]), the
 //! right-hand side, the PCG workspace. A step allocates nothing.
 #![deny(unsafe_code)]
 
 use std::sync::Arc;
 
-use crate::runtime::executor::parallel_here;
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
-use rayon::prelude::*;
 
 use crate::linalg::{
-    BlockCsr, BlockPattern, Filter, Gather, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
-    solve_filtered_pcg,
+    BlockCsr, BlockPattern, Filter, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
+    RowWindow, ScatterPlan, solve_filtered_pcg,
 };
 use crate::mesh::{Topology, TriMesh};
 use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
     membrane_element, stretch_measure,
 };
-use crate::model::bw_system::{BendingStiffness, SystemSlot, bend_system, membrane_system};
+use crate::model::bw_system::{BendingStiffness, ElementSystem, bend_system, membrane_system};
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
 
 /// Which bending energy acts on the hinges.
@@ -164,15 +162,13 @@ pub struct ImplicitEuler {
     tri_rest: Vec<TriangleRest>,
     hinge_verts: Vec<[u32; 4]>,
     hinge_rest: Vec<HingeRest>,
-    /// Every element's contribution, written by the kernels in parallel, each to its own
-    /// place: triangles first, then hinges (see [`ElementOutputs`]).
-    out: ElementOutputs,
-    /// For each block slot of `a`, its element blocks in `out.blocks`, in element order.
-    slot_gather: Gather,
-    /// For each vertex, its element right-hand-side rows in `out.rhs`, in element order.
-    rhs_gather: Gather,
-    /// For each block slot, the row whose diagonal it is (`u32::MAX` off the diagonal).
-    slot_diag_row: Vec<u32>,
+    /// Each triangle's block slots in `a`, row-major over its corners.
+    tri_slots: Vec<[u32; 9]>,
+    /// Each hinge's block slots in `a`, row-major over its vertices.
+    hinge_slots: Vec<[u32; 16]>,
+    /// Which elements (triangles `0..T`, then hinges `T + h`) add into `a` and `b` together,
+    /// in parallel, and in what order.
+    plan: ScatterPlan,
     a: BlockCsr,
     b: Vec<Vec3>,
     dv: Vec<Vec3>,
@@ -242,35 +238,22 @@ impl ImplicitEuler {
                 .expect("pattern holds every pair of vertices that share an element")
                 .0
         };
-        // The serial scatter's order: triangles, then hinges, each element's blocks row-major.
-        let num_tris = mesh.num_triangles();
-        let tri_blocks = mesh
+        let tri_slots: Vec<[u32; 9]> = mesh
             .triangles
             .iter()
-            .flat_map(|t| (0..9).map(move |k| (t[k / 3], t[k % 3])));
-        let hinge_blocks = hinge_verts
-            .iter()
-            .flat_map(|h| (0..16).map(move |k| (h[k / 4], h[k % 4])));
-        let block_pairs: Vec<(u32, u32)> = tri_blocks
-            .chain(hinge_blocks)
-            .enumerate()
-            .map(|(src, (i, j))| (slot(i, j), src as u32))
+            .map(|t| std::array::from_fn(|k| slot(t[k / 3], t[k % 3])))
             .collect();
-        let slot_gather =
-            Gather::from_scatter_order(pattern.num_blocks(), block_pairs.iter().copied());
-        let rhs_pairs = mesh
-            .triangles
+        let hinge_slots: Vec<[u32; 16]> = hinge_verts
             .iter()
-            .flat_map(|t| t.iter().copied())
-            .chain(hinge_verts.iter().flat_map(|h| h.iter().copied()))
-            .enumerate()
-            .map(|(src, i)| (i, src as u32));
-        let rhs_gather = Gather::from_scatter_order(n, rhs_pairs);
-        let mut slot_diag_row = vec![u32::MAX; pattern.num_blocks()];
-        for i in 0..n {
-            slot_diag_row[pattern.diag_slot(i).index()] = i as u32;
-        }
-        let out = ElementOutputs::new(num_tris, hinge_verts.len());
+            .map(|h| std::array::from_fn(|k| slot(h[k / 4], h[k % 4])))
+            .collect();
+        let plan = ScatterPlan::new(
+            n,
+            mesh.triangles
+                .iter()
+                .map(<[u32; 3]>::as_slice)
+                .chain(hinge_verts.iter().map(<[u32; 4]>::as_slice)),
+        );
         let pcg = PcgWorkspace::with_preconditioner(&pattern, settings.preconditioner);
         Ok(Self {
             settings,
@@ -278,10 +261,9 @@ impl ImplicitEuler {
             tri_rest,
             hinge_verts,
             hinge_rest,
-            out,
-            slot_gather,
-            rhs_gather,
-            slot_diag_row,
+            tri_slots,
+            hinge_slots,
+            plan,
             a: BlockCsr::new(pattern),
             b: vec![Vec3::ZERO; n],
             dv: vec![Vec3::ZERO; n],
@@ -598,76 +580,76 @@ impl ImplicitEuler {
         let hf = h;
         let h = f64::from(h);
         let mode = self.settings.jacobian;
-        // The element kernels (the f64 work) run in parallel, each writing only its own
-        // contribution; then every block slot and every right-hand-side row gathers its
-        // contributions, in parallel, in element order: the same sums in the same order as a
-        // serial scatter, so the result is bit-identical for any thread count.
         let settings = &self.settings;
-        let (tri_out, hinge_out) = self.out.split(self.tri_verts.len());
-        // The definite treatment (the default) writes A and b straight from each condition's
-        // rank-one structure (`model::bw_system`); the exact Jacobians and the discrete shell go
-        // through the general kernels' block arrays.
+        // The definite treatment (the default) writes A and b from each condition's rank-one
+        // structure (`model::bw_system`), the upper triangle of each element's blocks and their
+        // transposes; the exact Jacobians and the discrete shell go through the general
+        // kernels' block arrays.
         let definite = mode == JacobianMode::Definite;
-        for_each_element(tri_out, &self.tri_verts, &self.tri_rest, |t, rest, out| {
-            let xe = t.map(|i| x[i as usize].as_dvec3());
-            let ve = t.map(|i| v[i as usize].as_dvec3());
-            let we = t.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-            if definite {
-                *out.energy =
-                    membrane_system(&xe, &ve, &we, rest, &settings.membrane, h, out.system());
-            } else {
-                let e = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
-                out.write(h, &e.force, &e.dfdx, &e.dfdv, &we, e.energy);
-            }
-        });
         let bend_system_applies = definite && settings.bending == BendingModel::BaraffWitkin;
         let bend_stiffness = match settings.bending_integration {
             BendingIntegration::Implicit => BendingStiffness::Implicit,
             BendingIntegration::Imex => BendingStiffness::Explicit,
         };
-        for_each_element(
-            hinge_out,
-            &self.hinge_verts,
-            &self.hinge_rest,
-            |hv, rest, out| {
-                let xe = hv.map(|i| x[i as usize].as_dvec3());
-                let ve = hv.map(|i| v[i as usize].as_dvec3());
-                let we = hv.map(|i| h * v[i as usize].as_dvec3() + y[i as usize].as_dvec3());
-                if bend_system_applies {
-                    *out.energy = bend_system(
-                        &xe,
-                        &ve,
-                        &we,
-                        rest,
-                        &settings.bend,
-                        h,
-                        bend_stiffness,
-                        out.system(),
-                    );
-                    return;
+        let (tri_verts, tri_rest, tri_slots) = (&self.tri_verts, &self.tri_rest, &self.tri_slots);
+        let (hinge_verts, hinge_rest, hinge_slots) =
+            (&self.hinge_verts, &self.hinge_rest, &self.hinge_slots);
+        let triangles = tri_verts.len();
+        let gathered = |verts: &[u32]| -> ([DVec3; 4], [DVec3; 4], [DVec3; 4]) {
+            let mut out = [[DVec3::ZERO; 4]; 3];
+            for (k, &i) in verts.iter().enumerate() {
+                let (xi, vi) = (x[i as usize].as_dvec3(), v[i as usize].as_dvec3());
+                out[0][k] = xi;
+                out[1][k] = vi;
+                out[2][k] = h * vi + y[i as usize].as_dvec3();
+            }
+            (out[0], out[1], out[2])
+        };
+        // Every row starts from the lumped mass (with implicit air drag) on its diagonal and
+        // h (f_ext − c m v) in b; then the elements add their shares in the plan's order, in
+        // parallel over disjoint rows: the same sums in the same order for any thread count.
+        let start = |r: usize, w: &mut RowWindow<'_>| {
+            for s in w.row_slots(r) {
+                *w.block_mut(s as u32) = Mat3::ZERO;
+            }
+            let m = mass[r] + hf * (air_damping * mass[r]);
+            let diag = w.diag_slot(r);
+            *w.block_mut(diag) = Mat3::from_diagonal(Vec3::splat(m));
+            *w.rhs_mut(r as u32) = hf * (external[r] - (air_damping * mass[r]) * v[r]);
+        };
+        let element = |e: usize, w: &mut RowWindow<'_>| -> f64 {
+            if e < triangles {
+                let (t, rest, slots) = (&tri_verts[e], &tri_rest[e], &tri_slots[e]);
+                let (xe, ve, we) = gathered(t);
+                let (xe, ve, we) = (first3(&xe), first3(&ve), first3(&we));
+                if definite {
+                    let sys = membrane_system(&xe, &ve, &we, rest, &settings.membrane, h);
+                    add_symmetric(w, t, slots, &sys)
+                } else {
+                    let el = membrane_element(&xe, &ve, rest, &settings.membrane, mode);
+                    add_general(
+                        w, t, slots, h, &el.force, &el.dfdx, &el.dfdv, &we, el.energy,
+                    )
                 }
-                let e = hinge_element(settings, &xe, &ve, rest, mode);
+            } else {
+                let k = e - triangles;
+                let (hv, rest, slots) = (&hinge_verts[k], &hinge_rest[k], &hinge_slots[k]);
+                let (xe, ve, we) = gathered(hv);
+                if bend_system_applies {
+                    let sys = bend_system(&xe, &ve, &we, rest, &settings.bend, h, bend_stiffness);
+                    return add_symmetric(w, hv, slots, &sys);
+                }
+                let el = hinge_element(settings, &xe, &ve, rest, mode);
                 let dfdx = match settings.bending_integration {
-                    BendingIntegration::Implicit => &e.dfdx,
+                    BendingIntegration::Implicit => &el.dfdx,
                     // `docs/methods/dihedral-bending.md` (4.10): elastic bending in F1 (explicit), no K.
                     BendingIntegration::Imex => &ZERO_BLOCKS,
                 };
-                out.write(h, &e.force, dfdx, &e.dfdv, &we, e.energy);
-            },
-        );
-        let diag_row = &self.slot_diag_row;
-        let lumped = |i: usize| mass[i] + hf * (air_damping * mass[i]);
-        self.slot_gather
-            .sum_into(self.a.values_mut(), &self.out.blocks, |s| {
-                match diag_row[s] {
-                    u32::MAX => Mat3::ZERO,
-                    i => Mat3::from_diagonal(Vec3::splat(lumped(i as usize))),
-                }
-            });
-        self.rhs_gather.sum_into(&mut self.b, &self.out.rhs, |i| {
-            hf * (external[i] - (air_damping * mass[i]) * v[i])
-        });
-        self.out.energy.iter().fold(0.0, |sum, e| sum + e)
+                add_general(w, hv, slots, h, &el.force, dfdx, &el.dfdv, &we, el.energy)
+            }
+        };
+        let (pattern, values) = self.a.pattern_and_values_mut();
+        self.plan.run(pattern, values, &mut self.b, start, element)
     }
 
     /// The largest stable substep (s) of the IMEX split at positions `x` with lumped masses `mass`
@@ -850,150 +832,64 @@ fn hinge_element(
     }
 }
 
-/// Elements per parallel assembly task (fixed; each element's output
-/// depends on that element alone, so any split gives the same result).
-const ELEMENT_CHUNK: usize = 256;
-/// Below this many elements the kernels run on the calling thread.
-const ELEMENT_PARALLEL_MIN: usize = 1024;
-
-/// Every element's share of the system in flat arrays, already rounded to the f32 storage
-/// of A and b: triangle `t`'s 9 blocks at `9t..9t + 9` and its 3 right-hand-side rows at
-/// `3t..3t + 3`, then hinge `h`'s 16 blocks at `9T + 16h..` and 4 rows at `3T + 4h..`
-/// (`T` triangles). Sized at creation.
-#[derive(Clone, Debug)]
-struct ElementOutputs {
-    energy: Vec<f64>,
-    rhs: Vec<Vec3>,
-    blocks: Vec<Mat3>,
+/// The first three of four gathered corner values (a triangle's).
+#[inline]
+fn first3(a: &[DVec3; 4]) -> [DVec3; 3] {
+    [a[0], a[1], a[2]]
 }
 
-impl ElementOutputs {
-    fn new(triangles: usize, hinges: usize) -> Self {
-        Self {
-            energy: vec![0.0; triangles + hinges],
-            rhs: vec![Vec3::ZERO; 3 * triangles + 4 * hinges],
-            blocks: vec![Mat3::ZERO; 9 * triangles + 16 * hinges],
-        }
+/// Adds an element's share from a definite kernel: its rows of `b`, the upper triangle of its
+/// blocks (diagonal included) and each off-diagonal block's transpose, which is exactly the
+/// block `(l, m)` ([`ElementSystem`]). Returns the element's energy.
+#[inline]
+fn add_symmetric<const N: usize>(
+    w: &mut RowWindow<'_>,
+    verts: &[u32; N],
+    slots: &[u32],
+    sys: &ElementSystem<N>,
+) -> f64 {
+    for (&i, r) in verts.iter().zip(&sys.rhs) {
+        *w.rhs_mut(i) += *r;
     }
-
-    /// The triangles' part and the hinges' part (`triangles` triangles).
-    fn split(&mut self, triangles: usize) -> (OutputSlices<'_>, OutputSlices<'_>) {
-        let (e0, e1) = self.energy.split_at_mut(triangles);
-        let (r0, r1) = self.rhs.split_at_mut(3 * triangles);
-        let (b0, b1) = self.blocks.split_at_mut(9 * triangles);
-        (
-            OutputSlices {
-                energy: e0,
-                rhs: r0,
-                blocks: b0,
-            },
-            OutputSlices {
-                energy: e1,
-                rhs: r1,
-                blocks: b1,
-            },
-        )
-    }
-}
-
-/// A run of consecutive elements' outputs in [`ElementOutputs`].
-struct OutputSlices<'a> {
-    energy: &'a mut [f64],
-    rhs: &'a mut [Vec3],
-    blocks: &'a mut [Mat3],
-}
-
-/// One element's place in [`ElementOutputs`].
-struct ElementSlot<'a, const N: usize> {
-    energy: &'a mut f64,
-    rhs: &'a mut [Vec3],
-    blocks: &'a mut [Mat3],
-}
-
-impl<const N: usize> ElementSlot<'_, N> {
-    /// The slot's blocks and rows for the kernels of `model::bw_system`.
-    fn system(&mut self) -> SystemSlot<'_> {
-        SystemSlot {
-            blocks: self.blocks,
-            rhs: self.rhs,
-        }
-    }
-
-    /// `docs/methods/baraff-witkin.md` (2.14): A gets −h D − h² K (blocks row-major), b gets
-    /// h (f + K w) with w = h v + y, evaluated in f64 and rounded once.
-    fn write(
-        &mut self,
-        h: f64,
-        force: &[DVec3; N],
-        dfdx: &[[DMat3; N]; N],
-        dfdv: &[[DMat3; N]; N],
-        w: &[DVec3; N],
-        energy: f64,
-    ) {
-        *self.energy = energy;
-        for r in 0..N {
-            let mut rhs = h * force[r];
-            for col in 0..N {
-                let k = dfdx[r][col];
-                rhs += h * (k * w[col]);
-                let block = -h * dfdv[r][col] - (h * h) * k;
-                self.blocks[r * N + col] = block.as_mat3();
+    if sys.has_blocks() {
+        for m in 0..N {
+            *w.block_mut(slots[N * m + m]) += sys.block(m, m);
+            for l in m + 1..N {
+                let b = sys.block(m, l);
+                *w.block_mut(slots[N * m + l]) += b;
+                *w.block_mut(slots[N * l + m]) += b.transpose();
             }
-            self.rhs[r] = rhs.as_vec3();
         }
     }
+    sys.energy
 }
 
-/// `kernel(&verts[e], &rest[e], slot of e)` for every element, in parallel chunks from
-/// [`ELEMENT_PARALLEL_MIN`] elements; each call writes only its own element's outputs.
-fn for_each_element<const N: usize, R: Sync>(
-    out: OutputSlices<'_>,
-    verts: &[[u32; N]],
-    rest: &[R],
-    kernel: impl Fn(&[u32; N], &R, &mut ElementSlot<'_, N>) + Sync,
-) {
-    let run = |o: OutputSlices<'_>, vs: &[[u32; N]], rs: &[R]| {
-        let slots = o
-            .energy
-            .iter_mut()
-            .zip(o.rhs.chunks_exact_mut(N))
-            .zip(o.blocks.chunks_exact_mut(N * N));
-        for (((energy, rhs), blocks), (v, r)) in slots.zip(vs.iter().zip(rs)) {
-            kernel(
-                v,
-                r,
-                &mut ElementSlot {
-                    energy,
-                    rhs,
-                    blocks,
-                },
-            );
+/// `docs/methods/baraff-witkin.md` (2.14) from a general kernel's force and Jacobians: A gets
+/// −h D − h² K at the element's slots (row-major), b gets h (f + K w) with w = h v + y,
+/// each evaluated in f64 and rounded once. Returns the element's energy.
+#[allow(clippy::too_many_arguments)]
+fn add_general<const N: usize>(
+    w: &mut RowWindow<'_>,
+    verts: &[u32; N],
+    slots: &[u32],
+    h: f64,
+    force: &[DVec3; N],
+    dfdx: &[[DMat3; N]; N],
+    dfdv: &[[DMat3; N]; N],
+    wv: &[DVec3; N],
+    energy: f64,
+) -> f64 {
+    for r in 0..N {
+        let mut rhs = h * force[r];
+        for col in 0..N {
+            let k = dfdx[r][col];
+            rhs += h * (k * wv[col]);
+            let block = -h * dfdv[r][col] - (h * h) * k;
+            *w.block_mut(slots[N * r + col]) += block.as_mat3();
         }
-    };
-    if verts.len() >= ELEMENT_PARALLEL_MIN && parallel_here() {
-        out.energy
-            .par_chunks_mut(ELEMENT_CHUNK)
-            .zip(out.rhs.par_chunks_mut(ELEMENT_CHUNK * N))
-            .zip(out.blocks.par_chunks_mut(ELEMENT_CHUNK * N * N))
-            .zip(
-                verts
-                    .par_chunks(ELEMENT_CHUNK)
-                    .zip(rest.par_chunks(ELEMENT_CHUNK)),
-            )
-            .for_each(|(((energy, rhs), blocks), (vs, rs))| {
-                run(
-                    OutputSlices {
-                        energy,
-                        rhs,
-                        blocks,
-                    },
-                    vs,
-                    rs,
-                );
-            });
-    } else {
-        run(out, verts, rest);
+        *w.rhs_mut(verts[r]) += rhs.as_vec3();
     }
+    energy
 }
 
 /// The rest data of every triangle of `mesh` ([`ImplicitEuler::triangle_rest`], without the
@@ -1072,6 +968,176 @@ mod tests {
         let areas: Vec<f64> = sys.triangle_rest().iter().map(|r| r.area).collect();
         let mass = crate::state::lumped_masses(mesh.num_vertices(), &mesh.triangles, &areas, 0.1);
         (sys, mesh.positions, mass)
+    }
+
+    /// `A` and `b` by a serial scatter of the general kernels' element outputs in `f64`
+    /// (`docs/methods/baraff-witkin.md` (2.14)), and for every entry the sum over the elements
+    /// adding into it of each one's largest block entry or term (the scale `f32` rounding is
+    /// relative to: the kernels' blocks are sums of products of rounded factors, and `A` and `b`
+    /// are `f32` sums); dense, row-major `3n × 3n`.
+    #[allow(clippy::type_complexity)]
+    fn reference_system(
+        sys: &ImplicitEuler,
+        h: f64,
+        x: &[Vec3],
+        v: &[Vec3],
+        y: &[Vec3],
+        mass: &[f32],
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let n3 = 3 * x.len();
+        let (mut a, mut a_abs) = (vec![0.0; n3 * n3], vec![0.0; n3 * n3]);
+        let (mut b, mut b_abs) = (vec![0.0; n3], vec![0.0; n3]);
+        for (i, &m) in mass.iter().enumerate() {
+            for r in 0..3 {
+                let d = (3 * i + r) * n3 + 3 * i + r;
+                a[d] = f64::from(m);
+                a_abs[d] = f64::from(m);
+            }
+        }
+        // Each element adds its blocks and rows, and, to every entry it touches, its largest
+        // block entry (for A) or largest term (for b): f32 rounding is relative to those.
+        let mut add = |verts: &[u32], e: (&[DVec3], &dyn Fn(usize, usize) -> (DMat3, DMat3))| {
+            let (force, jac) = e;
+            let nv = verts.len();
+            let mut blocks = Vec::with_capacity(nv * nv);
+            let mut rows = vec![DVec3::ZERO; nv];
+            let (mut block_scale, mut row_scale) = (0.0f64, 0.0f64);
+            for p in 0..nv {
+                row_scale = row_scale.max((h * force[p]).abs().max_element());
+                rows[p] += h * force[p];
+                for (q, &j) in verts.iter().enumerate() {
+                    let (dfdx, dfdv) = jac(p, q);
+                    let block = -h * dfdv - (h * h) * dfdx;
+                    let w = h * v[j as usize].as_dvec3() + y[j as usize].as_dvec3();
+                    let kw = h * (dfdx * w);
+                    row_scale = row_scale.max(kw.abs().max_element());
+                    rows[p] += kw;
+                    block_scale = block_scale
+                        .max(block.abs().to_cols_array().into_iter().fold(0.0, f64::max));
+                    blocks.push(block);
+                }
+            }
+            for (p, &i) in verts.iter().enumerate() {
+                for (q, &j) in verts.iter().enumerate() {
+                    for r in 0..3 {
+                        for c in 0..3 {
+                            let at = (3 * i as usize + r) * n3 + 3 * j as usize + c;
+                            a[at] += blocks[nv * p + q].col(c)[r];
+                            a_abs[at] += block_scale;
+                        }
+                    }
+                }
+                for r in 0..3 {
+                    b[3 * i as usize + r] += rows[p][r];
+                    b_abs[3 * i as usize + r] += row_scale;
+                }
+            }
+        };
+        let mode = sys.settings.jacobian;
+        for (t, rest) in sys.tri_verts.iter().zip(&sys.tri_rest) {
+            let xe = t.map(|i| x[i as usize].as_dvec3());
+            let ve = t.map(|i| v[i as usize].as_dvec3());
+            let e = membrane_element(&xe, &ve, rest, &sys.settings.membrane, mode);
+            add(t, (&e.force, &|p, q| (e.dfdx[p][q], e.dfdv[p][q])));
+        }
+        for (hv, rest) in sys.hinge_verts.iter().zip(&sys.hinge_rest) {
+            let xe = hv.map(|i| x[i as usize].as_dvec3());
+            let ve = hv.map(|i| v[i as usize].as_dvec3());
+            let e = hinge_element(&sys.settings, &xe, &ve, rest, mode);
+            add(hv, (&e.force, &|p, q| (e.dfdx[p][q], e.dfdv[p][q])));
+        }
+        (a, a_abs, b, b_abs)
+    }
+
+    /// The parallel scatter gives `A` and `b` of the general kernels to `f32` rounding, in every
+    /// mode (the definite kernels' symmetric path, the general kernels' path), the same bits for
+    /// 1, 2 and 4 threads, and an exactly symmetric `A`. The sheet has enough vertices for several
+    /// parts, so elements across the cuts are in it.
+    #[test]
+    fn assembly_matches_the_general_kernels_for_any_thread_count() {
+        use crate::linalg::block_csr::tests::in_pool;
+        let n = 40u32;
+        let mut mesh = grid(&GridSpec {
+            nx: n,
+            ny: n,
+            ..GridSpec::default()
+        })
+        .expect("valid grid");
+        let mut rng = crate::testing::SplitMix64::new(5);
+        for p in &mut mesh.positions {
+            p.y = 0.05 * (3.0 * p.x).sin() * (2.0 * p.z).cos();
+            // Stretched and compressed edges both (tension-only curvature on and off).
+            *p *= 1.0 + 0.02 * rng.uniform(-1.0, 1.0) as f32;
+        }
+        let topo = Topology::build(&mesh).expect("valid topology");
+        let rest_mesh = {
+            let mut m = mesh.clone();
+            for p in &mut m.positions {
+                p.y = 0.0;
+            }
+            m
+        };
+        let nv = mesh.num_vertices();
+        let v: Vec<Vec3> = (0..nv).map(|_| rng.vec3(0.3).as_vec3()).collect();
+        let y: Vec<Vec3> = (0..nv).map(|_| rng.vec3(1e-3).as_vec3()).collect();
+        let zero = vec![Vec3::ZERO; nv];
+        let h = 1.0 / 120.0;
+        for (bending, jacobian) in [
+            (BendingModel::BaraffWitkin, JacobianMode::Definite),
+            (BendingModel::DiscreteShell, JacobianMode::Definite),
+            (BendingModel::BaraffWitkin, JacobianMode::Exact),
+        ] {
+            let settings = BwSettings {
+                jacobian,
+                ..settings(bending, BendingIntegration::Implicit)
+            };
+            let mut sys = ImplicitEuler::new(&rest_mesh, &topo, settings).expect("valid rest");
+            assert!(sys.plan.phase_elements(1) + sys.plan.phase_elements(2) > 0);
+            let areas: Vec<f64> = sys.tri_rest.iter().map(|r| r.area).collect();
+            let mass = crate::state::lumped_masses(nv, &mesh.triangles, &areas, 0.1);
+            let mut first: Option<(Vec<u32>, Vec<Vec3>)> = None;
+            for threads in [1, 2, 4] {
+                in_pool(threads, || {
+                    sys.assemble(h as f32, &mesh.positions, &v, &mass, &zero, &y, 0.0)
+                });
+                let bits: Vec<u32> = sys
+                    .a
+                    .values()
+                    .iter()
+                    .flat_map(|m| m.to_cols_array().map(f32::to_bits))
+                    .collect();
+                match &first {
+                    None => first = Some((bits, sys.b.clone())),
+                    Some((b0, r0)) => {
+                        assert!(bits == *b0 && sys.b == *r0, "{threads} threads");
+                    }
+                }
+            }
+            assert!(
+                sys.a.is_symmetric(0.0),
+                "{bending:?} {jacobian:?}: A symmetric"
+            );
+            let (a, a_abs, b, b_abs) = reference_system(&sys, h, &mesh.positions, &v, &y, &mass);
+            let dense = sys.a.to_dense();
+            for (k, ((got, want), scale)) in dense.iter().zip(&a).zip(&a_abs).enumerate() {
+                assert!(
+                    (got - want).abs() <= 1e-6 * scale + 1e-30,
+                    "{bending:?} {jacobian:?}: A entry {k}: {got} vs {want} (scale {scale})"
+                );
+            }
+            for (k, (got, (want, scale))) in sys
+                .b
+                .iter()
+                .flat_map(|r| r.to_array())
+                .zip(b.iter().zip(&b_abs))
+                .enumerate()
+            {
+                assert!(
+                    (f64::from(got) - want).abs() <= 1e-6 * scale + 1e-30,
+                    "{bending:?} {jacobian:?}: b entry {k}: {got} vs {want} (scale {scale})"
+                );
+            }
+        }
     }
 
     /// ω_max² = λ_max(M^{-1/2} K_b M^{-1/2}) of the Gauss–Newton bending stiffness, by a dense

@@ -89,6 +89,13 @@ impl BlockCsr {
         &mut self.values
     }
 
+    /// The pattern and all blocks, for in-place assembly that looks up rows while it writes.
+    #[inline]
+    #[must_use]
+    pub fn pattern_and_values_mut(&mut self) -> (&BlockPattern, &mut [Mat3]) {
+        (&self.pattern, &mut self.values)
+    }
+
     /// `(A x)_i`: row `i` of the product, summed over the row's blocks in column order.
     #[inline]
     #[must_use]

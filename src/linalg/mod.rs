@@ -3,9 +3,9 @@
 //! - [`pattern`]: the symbolic part, [`BlockPattern`], built once at cloth creation; elements
 //!   keep [`BlockSlot`]s so that assembly is an indexed add.
 //! - [`block_csr`]: [`BlockCsr`], `f32` 3×3 blocks on a shared pattern, and `y = A x`.
-//! - [`gather`]: [`Gather`], assembly as a parallel gather over a map built once: each block
-//!   slot (each right-hand-side row) sums its element contributions in the serial scatter's
-//!   order, so the result is bit-identical to that scatter for any thread count.
+//! - [`scatter`]: [`ScatterPlan`], assembly as a parallel scatter: elements add their blocks
+//!   straight into the matrix, the writers kept apart by row ranges in phases fixed at
+//!   creation, so every sum has one order for any thread count.
 //! - [`precond`]: [`BlockJacobi`], the inverse of the block diagonal (inverted in `f64`).
 //! - [`block_ldl`]: [`IncompleteBlockLdl`], block IC(0) and block symmetric Gauss–Seidel of
 //!   the filtered matrix on the same pattern (the [`Preconditioner`] choice of the PCG).
@@ -30,19 +30,18 @@ pub mod block_csr;
 pub mod block_ldl;
 pub mod cg;
 pub mod csr;
-pub mod gather;
 pub mod ic0;
 pub mod pattern;
 pub mod pcg;
 pub mod precond;
 pub mod reduce;
 pub mod scalar_pcg;
+pub mod scatter;
 pub mod sparse_cholesky;
 
 pub use block_csr::BlockCsr;
 pub use block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
 pub use csr::SymCsr;
-pub use gather::Gather;
 pub use ic0::IncompleteCholesky;
 pub use pattern::{BlockPattern, BlockSlot};
 pub use pcg::{
@@ -50,4 +49,5 @@ pub use pcg::{
 };
 pub use precond::BlockJacobi;
 pub use scalar_pcg::{ScalarPcgWorkspace, SymOperator, solve_scalar_pcg, solve_scalar_pcg_with};
+pub use scatter::{RowWindow, ScatterPlan};
 pub use sparse_cholesky::{CholeskyError, CholeskyThreads, Ordering, SparseCholesky};

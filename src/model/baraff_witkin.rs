@@ -287,6 +287,7 @@ pub struct Condition<const N: usize> {
 /// `[w_u, w_v]`: the derivatives of the deformation map over the triangle, Baraff–Witkin 1998,
 /// `docs/methods/baraff-witkin.md` (2.2–2.3) (dimensionless stretch vectors; |w_u| = 1 means unstretched along u).
 #[must_use]
+#[inline]
 pub fn deformation_gradient(x: &[DVec3; 3], rest: &TriangleRest) -> [DVec3; 2] {
     let mut w_u = DVec3::ZERO;
     let mut w_v = DVec3::ZERO;

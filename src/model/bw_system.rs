@@ -1,4 +1,5 @@
-//! The Baraff–Witkin elements' share of the implicit Euler system, written straight into `A` and `b`.
+//! The Baraff–Witkin elements' share of the implicit Euler system: each element's rows of `b` and the
+//! factors of its blocks of `A`.
 //!
 //! Equation labels `eq. 2.n` are those of `docs/methods/baraff-witkin.md`, `eq. 4.n` those of
 //! `docs/methods/dihedral-bending.md` (weft's own statements of the model, with the papers they follow).
@@ -27,32 +28,83 @@
 //! `α_m α_l M_u + β_m β_l M_v + c_sh g_m g_lᵀ` and the hinge's sixteen are `c g_m g_lᵀ`: the sums the
 //! general kernels build from two block arrays per element (and the `N²` products `∂f/∂x · w`) become a
 //! few 3×3 matrices and `N` dot products, with no element-sized temporaries. The numbers are the same
-//! sums in another order (they agree with the general kernels to `f64` rounding, `tests` below);
-//! everything stays `f64` until the blocks are rounded once to the `f32` storage of `A`, as before:
-//! the stretch rows are differences of nearly equal lengths (`|w_u| − b` is the strain, 1e-2 to 1e-4 in
-//! a stiff cloth), which `f32` positions would resolve only to a few 1e-6 for a 1.5 cm edge at 0.5 m
-//! from the origin, and the right-hand side cancels the elastic force against `K w` near equilibrium.
+//! sums in another order (they agree with the general kernels to rounding, `tests` below). Everything up
+//! to the rows of `b` and the factors of the blocks stays `f64` and is rounded once: the stretch rows are
+//! differences of nearly equal lengths (`|w_u| − b` is the strain, 1e-2 to 1e-4 in a stiff cloth), which
+//! `f32` positions would resolve only to a few 1e-6 for a 1.5 cm edge at 0.5 m from the origin, and the
+//! right-hand side cancels the elastic force against `K w` near equilibrium. The blocks are formed from the
+//! rounded factors in `f32` ([`ElementSystem::block`]), the precision `A` is stored in
+//! (`docs/methods/assembly.md` §2).
 //!
 //! The exact-Jacobian mode (with the shear curvature and the indefinite stretch curvature) and the
 //! discrete-shell hinge keep the general kernels.
 #![deny(unsafe_code)]
 
-use glam::{DMat3, DVec3, Mat3, Vec3};
+use glam::{DMat3, DVec3, Mat3, Mat3A, Vec3, Vec3A};
 
 use super::baraff_witkin::{
     BendParams, HingeRest, MembraneParams, TriangleRest, deformation_gradient,
 };
 use super::dihedral::{self, dihedral_angle_and_gradient, wrap_angle};
 
-/// Where [`membrane_system`] and [`bend_system`] write one element's share of `A` and `b`.
+/// One element's share of `A` and `b` from [`membrane_system`] or [`bend_system`]: its rows of
+/// `b` and the factors its blocks are products of.
 ///
-/// `blocks[i * N + j]` receives `A_ij` and `rhs[i]` receives `b_i` (`N` the element's vertices), each
-/// rounded once to `f32`.
-pub struct SystemSlot<'a> {
-    /// The element's `N × N` blocks of `A`, row-major (kg).
-    pub blocks: &'a mut [Mat3],
-    /// The element's `N` rows of `b` (kg·m/s).
-    pub rhs: &'a mut [Vec3],
+/// The blocks are formed in `f32` from those factors ([`Self::block`]): a hinge's `A_ml = ĝ_m ĝ_lᵀ`
+/// with `ĝ = √s g`, a triangle's `A_ml = α_m α_l M_u + β_m β_l M_v + ĝ_m ĝ_lᵀ` (module doc). The
+/// factors are computed in `f64` and rounded once; each block entry is then a product of
+/// rounded numbers (a few `f32` ulps, where rounding the `f64` block would be half of one), which
+/// is the precision `A` is stored and solved in anyway. Block `(l, m)` is exactly the
+/// transpose of block `(m, l)` (the same products in the same order), so `A` stays exactly
+/// symmetric and a caller may form the upper triangle only and write each block's transpose.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ElementSystem<const N: usize> {
+    /// Elastic energy (J).
+    pub energy: f64,
+    /// The element's `N` rows of `b` (kg·m/s), rounded once from `f64`.
+    pub rhs: [Vec3; N],
+    /// `ĝ_m`: `A_ml` holds `ĝ_m ĝ_lᵀ` (√kg).
+    g: [Vec3A; N],
+    /// The stretch rows' `α_m`, `β_m` and matrices `M_u`, `M_v` (zero for a hinge).
+    stretch: Option<StretchBlocks<N>>,
+}
+
+/// The stretch rows' part of a triangle's blocks: `α_m α_l M_u + β_m β_l M_v`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct StretchBlocks<const N: usize> {
+    alpha: [f32; N],
+    beta: [f32; N],
+    m_u: Mat3A,
+    m_v: Mat3A,
+}
+
+impl<const N: usize> ElementSystem<N> {
+    /// No blocks and no rows (a degenerate hinge).
+    const ZERO: Self = Self {
+        energy: 0.0,
+        rhs: [Vec3::ZERO; N],
+        g: [Vec3A::ZERO; N],
+        stretch: None,
+    };
+
+    /// The block `A_ml` (kg), `m, l < N`.
+    #[inline]
+    #[must_use]
+    pub fn block(&self, m: usize, l: usize) -> Mat3 {
+        let (gm, gl) = (self.g[m], self.g[l]);
+        let mut b = Mat3A::from_cols(gm * gl.x, gm * gl.y, gm * gl.z);
+        if let Some(s) = &self.stretch {
+            b += s.m_u * (s.alpha[m] * s.alpha[l]) + s.m_v * (s.beta[m] * s.beta[l]);
+        }
+        Mat3::from(b)
+    }
+
+    /// Whether any block is non-zero (an element without stiffness or damping has none).
+    #[inline]
+    #[must_use]
+    pub fn has_blocks(&self) -> bool {
+        self.stretch.is_some() || self.g.iter().any(|g| *g != Vec3A::ZERO)
+    }
 }
 
 /// Whether the elastic bending stiffness enters the system.
@@ -84,6 +136,7 @@ impl<const N: usize> Rows<N> {
     /// Adds the energy, the force and the rank-one part of `K w` of a condition with value `c`, gradient
     /// `g`, stiffness `k` and damping `k_d` (eq. 2.1, 2.8, 2.10). Returns nothing for the blocks: the
     /// caller adds `(h k_d + h² k) g gᵀ` in whatever form the condition's structure allows.
+    #[inline]
     fn add_condition(
         &mut self,
         c: f64,
@@ -107,18 +160,17 @@ impl<const N: usize> Rows<N> {
         }
     }
 
-    /// `b_i = h f_i + h (K w)_i` into `rhs`; returns the energy.
-    fn write(&self, h: f64, rhs: &mut [Vec3]) -> f64 {
-        for (r, (f, kw)) in rhs.iter_mut().zip(self.force.iter().zip(&self.kw)) {
-            *r = (h * (*f + *kw)).as_vec3();
-        }
-        self.energy
+    /// `b_i = h f_i + h (K w)_i`, rounded once.
+    #[inline]
+    fn rhs(&self, h: f64) -> [Vec3; N] {
+        std::array::from_fn(|i| (h * (self.force[i] + self.kw[i])).as_vec3())
     }
 }
 
 /// One stretch row `C = √a (|w| − b)`, `w = Σ coeff_m x_m` (eq. 2.4–2.5 with √a): adds its energy, force
 /// and `K w` to `rows` and returns the 3×3 matrix `M` with `A_ml += coeff_m coeff_l M`.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn stretch_row(
     rows: &mut Rows<3>,
     w_def: DVec3,
@@ -159,13 +211,14 @@ fn stretch_row(
     m
 }
 
-/// Stretch (eq. 2.4–2.5), shear (eq. 2.6) and their damping (eq. 2.10–2.11) of one triangle, written as
-/// its share of `A` and `b` (Baraff & Witkin 1998's implicit step) in the definite treatment (module doc);
-/// returns the elastic energy (J).
+/// Stretch (eq. 2.4–2.5), shear (eq. 2.6) and their damping (eq. 2.10–2.11) of one triangle, as
+/// its share of `A` and `b` (Baraff & Witkin 1998's implicit step) in the definite treatment
+/// (module doc), with the elastic energy (J).
 ///
 /// `x`, `v`: corner positions (m) and velocities (m/s) in the order of `rest`; `w = h v + y` (m); `h`
-/// the substep (s).
+/// the substep (s). Stiffnesses and dampings are non-negative (the scene and C checks).
 #[must_use]
+#[inline]
 pub fn membrane_system(
     x: &[DVec3; 3],
     v: &[DVec3; 3],
@@ -173,8 +226,7 @@ pub fn membrane_system(
     rest: &TriangleRest,
     p: &MembraneParams,
     h: f64,
-    out: SystemSlot<'_>,
-) -> f64 {
+) -> ElementSystem<3> {
     let [w_u, w_v] = deformation_gradient(x, rest);
     let sqrt_a = rest.area.sqrt();
     let (alpha, beta) = (&rest.alpha, &rest.beta);
@@ -209,26 +261,29 @@ pub fn membrane_system(
     let k_sh = p.shear;
     let kd_sh = p.shear_damping * p.shear;
     rows.add_condition(c_sh, &g_sh, k_sh, kd_sh, v, w);
-    let s_sh = h * kd_sh + h * h * k_sh;
-    for m in 0..3 {
-        for l in 0..3 {
-            let block = m_u * (alpha[m] * alpha[l])
-                + m_v * (beta[m] * beta[l])
-                + dihedral::outer(g_sh[m], g_sh[l]) * s_sh;
-            out.blocks[3 * m + l] = block.as_mat3();
-        }
+    // A_ml += s g_m g_lᵀ = ĝ_m ĝ_lᵀ with ĝ = √s g (s ≥ 0).
+    let root_s = (h * kd_sh + h * h * k_sh).sqrt();
+    ElementSystem {
+        energy: rows.energy,
+        rhs: rows.rhs(h),
+        g: g_sh.map(|g| (root_s * g).as_vec3().into()),
+        stretch: Some(StretchBlocks {
+            alpha: alpha.map(|a| a as f32),
+            beta: beta.map(|b| b as f32),
+            m_u: m_u.as_mat3().into(),
+            m_v: m_v.as_mat3().into(),
+        }),
     }
-    rows.write(h, out.rhs)
 }
 
 /// Baraff–Witkin bending of one hinge, `C = √w wrap(θ − θ0)` (eq. 2.7, §4.1, §4.6), with its damping,
-/// written as its share of `A` and `b` with the Gauss–Newton (definite) stiffness `−k_b w ∇θ∇θᵀ`;
-/// returns the elastic energy (J). A degenerate hinge contributes nothing.
+/// as its share of `A` and `b` with the Gauss–Newton (definite) stiffness `−k_b w ∇θ∇θᵀ`, with the
+/// elastic energy (J). A degenerate hinge contributes nothing.
 ///
 /// `x`, `v`: `[x1, x2, x3, x4]` (wings, then the shared edge) positions (m) and velocities (m/s);
-/// `w = h v + y` (m); `h` the substep (s).
+/// `w = h v + y` (m); `h` the substep (s). Stiffness and damping are non-negative.
 #[must_use]
-#[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn bend_system(
     x: &[DVec3; 4],
     v: &[DVec3; 4],
@@ -237,12 +292,9 @@ pub fn bend_system(
     p: &BendParams,
     h: f64,
     stiffness: BendingStiffness,
-    out: SystemSlot<'_>,
-) -> f64 {
+) -> ElementSystem<4> {
     let Some((theta, grad)) = dihedral_angle_and_gradient(x) else {
-        out.blocks.fill(Mat3::ZERO);
-        out.rhs.fill(Vec3::ZERO);
-        return 0.0;
+        return ElementSystem::ZERO;
     };
     let sqrt_w = rest.weight.sqrt();
     let c = sqrt_w * wrap_angle(theta - rest.rest_angle);
@@ -258,13 +310,14 @@ pub fn bend_system(
             0.0
         }
     };
-    let s = h * k_d + h * h * k_x;
-    for m in 0..4 {
-        for l in 0..4 {
-            out.blocks[4 * m + l] = (dihedral::outer(g[m], g[l]) * s).as_mat3();
-        }
+    // A_ml += s g_m g_lᵀ = ĝ_m ĝ_lᵀ with ĝ = √s g (s ≥ 0).
+    let root_s = (h * k_d + h * h * k_x).sqrt();
+    ElementSystem {
+        energy: rows.energy,
+        rhs: rows.rhs(h),
+        g: g.map(|gi| (root_s * gi).as_vec3().into()),
+        stretch: None,
     }
-    rows.write(h, out.rhs)
 }
 
 #[cfg(test)]
@@ -303,23 +356,34 @@ mod tests {
         (blocks, rhs, scale)
     }
 
-    /// Asserts the written `f32` blocks and rows equal the reference to `f32` rounding of the largest
-    /// entry (blocks) or term (rows).
+    /// Asserts the element's `f32` blocks and rows equal the reference to `f32` rounding of the
+    /// largest entry (blocks) or term (rows), and that block `(j, i)` is exactly the transpose of
+    /// block `(i, j)`.
     fn assert_matches<const N: usize>(
-        blocks: &[Mat3],
-        rhs: &[Vec3],
+        system: &ElementSystem<N>,
         reference: &([[DMat3; N]; N], [DVec3; N], f64),
         what: &str,
     ) {
+        let rhs = &system.rhs;
         let (rb, rr, rhs_scale) = reference;
         let block_scale = rb
             .iter()
             .flatten()
             .map(|b| b.abs().to_cols_array().into_iter().fold(0.0, f64::max))
             .fold(0.0, f64::max);
-        for i in 0..N {
-            for j in 0..N {
-                let d = (blocks[N * i + j].as_dmat3() - rb[i][j]).abs();
+        for (i, row) in rb.iter().enumerate() {
+            for (j, want) in row.iter().enumerate() {
+                let block = system.block(i, j);
+                assert_eq!(
+                    block.to_cols_array().map(f32::to_bits),
+                    system
+                        .block(j, i)
+                        .transpose()
+                        .to_cols_array()
+                        .map(f32::to_bits),
+                    "{what}: block ({i},{j}) is not the transpose of ({j},{i})"
+                );
+                let d = (block.as_dmat3() - *want).abs();
                 let err = d.to_cols_array().into_iter().fold(0.0, f64::max);
                 assert!(
                     err <= 1e-6 * block_scale,
@@ -345,27 +409,14 @@ mod tests {
         for (n, t) in random_triangles(7, 300, 0.3).iter().enumerate() {
             let h = rng.uniform(1e-4, 1e-2);
             let w = random_w::<3>(&mut rng, 0.1);
-            let mut blocks = [Mat3::ZERO; 9];
-            let mut rhs = [Vec3::ZERO; 3];
-            let energy = membrane_system(
-                &t.x,
-                &t.v,
-                &w,
-                &t.rest,
-                &t.p,
-                h,
-                SystemSlot {
-                    blocks: &mut blocks,
-                    rhs: &mut rhs,
-                },
-            );
+            let system = membrane_system(&t.x, &t.v, &w, &t.rest, &t.p, h);
             let e = membrane_element(&t.x, &t.v, &t.rest, &t.p, JacobianMode::Definite);
             assert!(
-                (energy - e.energy).abs() <= 1e-12 * e.energy.max(1e-30),
+                (system.energy - e.energy).abs() <= 1e-12 * e.energy.max(1e-30),
                 "tri {n} energy"
             );
             let r = reference(&e, h, &w, BendingStiffness::Implicit);
-            assert_matches(&blocks, &rhs, &r, &format!("tri {n}"));
+            assert_matches(&system, &r, &format!("tri {n}"));
         }
     }
 
@@ -376,28 +427,14 @@ mod tests {
             for stiffness in [BendingStiffness::Implicit, BendingStiffness::Explicit] {
                 let h = rng.uniform(1e-4, 1e-2);
                 let w = random_w::<4>(&mut rng, 0.1);
-                let mut blocks = [Mat3::ZERO; 16];
-                let mut rhs = [Vec3::ZERO; 4];
-                let energy = bend_system(
-                    &s.x,
-                    &s.v,
-                    &w,
-                    &s.rest,
-                    &s.p,
-                    h,
-                    stiffness,
-                    SystemSlot {
-                        blocks: &mut blocks,
-                        rhs: &mut rhs,
-                    },
-                );
+                let system = bend_system(&s.x, &s.v, &w, &s.rest, &s.p, h, stiffness);
                 let e = bend_element(&s.x, &s.v, &s.rest, &s.p, JacobianMode::Definite);
                 assert!(
-                    (energy - e.energy).abs() <= 1e-12 * e.energy.max(1e-30),
+                    (system.energy - e.energy).abs() <= 1e-12 * e.energy.max(1e-30),
                     "hinge {n} energy"
                 );
                 let r = reference(&e, h, &w, stiffness);
-                assert_matches(&blocks, &rhs, &r, &format!("hinge {n} {stiffness:?}"));
+                assert_matches(&system, &r, &format!("hinge {n} {stiffness:?}"));
             }
         }
     }
@@ -408,21 +445,8 @@ mod tests {
     fn system_rhs_at_rest_velocity_is_the_energy_gradient() {
         let h = 1e-2;
         let membrane_rhs = |t: &crate::model::baraff_witkin::tests::Tri, x: &[DVec3; 3]| {
-            let mut blocks = [Mat3::ZERO; 9];
-            let mut rhs = [Vec3::ZERO; 3];
-            let energy = membrane_system(
-                x,
-                &[DVec3::ZERO; 3],
-                &[DVec3::ZERO; 3],
-                &t.rest,
-                &t.p,
-                h,
-                SystemSlot {
-                    blocks: &mut blocks,
-                    rhs: &mut rhs,
-                },
-            );
-            (energy, rhs)
+            let system = membrane_system(x, &[DVec3::ZERO; 3], &[DVec3::ZERO; 3], &t.rest, &t.p, h);
+            (system.energy, system.rhs)
         };
         for (n, t) in random_triangles(9, 100, 0.3).iter().enumerate() {
             let (_, rhs) = membrane_rhs(t, &t.x);
@@ -437,9 +461,7 @@ mod tests {
             }
         }
         let bend_rhs = |s: &crate::model::baraff_witkin::tests::Hinge, x: &[DVec3; 4]| {
-            let mut blocks = [Mat3::ZERO; 16];
-            let mut rhs = [Vec3::ZERO; 4];
-            let energy = bend_system(
+            let system = bend_system(
                 x,
                 &[DVec3::ZERO; 4],
                 &[DVec3::ZERO; 4],
@@ -447,12 +469,8 @@ mod tests {
                 &s.p,
                 h,
                 BendingStiffness::Implicit,
-                SystemSlot {
-                    blocks: &mut blocks,
-                    rhs: &mut rhs,
-                },
             );
-            (energy, rhs)
+            (system.energy, system.rhs)
         };
         for (n, s) in random_hinges(10, 100, 0.05).iter().enumerate() {
             let (_, rhs) = bend_rhs(s, &s.x);

@@ -87,6 +87,7 @@ struct HingeFrame {
 }
 
 impl HingeFrame {
+    #[inline]
     fn new(x: &[DVec3; 4]) -> Option<Self> {
         if !x.iter().all(|p| p.is_finite()) {
             return None;
@@ -117,12 +118,14 @@ impl HingeFrame {
         })
     }
 
+    #[inline]
     fn angle(&self) -> f64 {
         let [n1, n2] = self.normals;
         n1.cross(n2).dot(self.e).atan2(self.len_e * n1.dot(n2))
     }
 
     /// `u_i = -∂θ/∂x_i`, Bridson–Marino–Fedkiw 2003, `docs/methods/dihedral-bending.md` (4.4).
+    #[inline]
     fn bending_modes(&self, x: &[DVec3; 4]) -> [DVec3; 4] {
         let [x1, x2, x3, x4] = *x;
         let e_hat = self.e / self.len_e;
@@ -167,6 +170,7 @@ pub fn dihedral_angle_gradient(x: &[DVec3; 4]) -> [DVec3; 4] {
 /// θ and ∂θ/∂x together (one frame computation), `docs/methods/baraff-witkin.md` (2.7) and eq. 4.4–4.6; `None` for a
 /// degenerate hinge.
 #[must_use]
+#[inline]
 pub fn dihedral_angle_and_gradient(x: &[DVec3; 4]) -> Option<(f64, [DVec3; 4])> {
     HingeFrame::new(x).map(|f| (f.angle(), f.bending_modes(x).map(|u| -u)))
 }
@@ -244,6 +248,7 @@ fn raw_hessian(frame: &HingeFrame, x: &[DVec3; 4]) -> [[DMat3; 4]; 4] {
 /// Wraps an angle difference into (−π, π], the representative `docs/methods/dihedral-bending.md` §4.6 prescribes for
 /// θ − θ0. Non-finite input is returned unchanged (NaN stays NaN).
 #[must_use]
+#[inline]
 pub fn wrap_angle(angle: f64) -> f64 {
     if !angle.is_finite() {
         return angle;
