@@ -1088,7 +1088,7 @@ where
 /// Consecutive primitives [`self_pairs`] queries the tree with at once (with their boxes'
 /// union), each then keeping the leaves that meet its own box: a cloth numbers its triangles
 /// row by row, so a group lies together and its traversal costs about one member's.
-const SELF_QUERY_GROUP: u32 = 4;
+const SELF_QUERY_GROUP: u32 = 8;
 
 /// All pairs `(a, b)` with `a` a primitive of `bvh_a` and `b` one of `bvh_b` whose current boxes overlap,
 /// written sorted ascending to `ws` ([`PairWorkspace::pairs`]).
