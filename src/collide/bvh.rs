@@ -863,10 +863,10 @@ fn refit_serial(nodes: &mut [BvhNode], base: usize, boxes: &[Aabb]) {
     }
 }
 
-/// Calls `visit(j)` for every leaf primitive `j ≥ min_primitive` of `bvh` whose box overlaps `query`, in
-/// depth-first order. Fixed stack of [`MAX_DEPTH`] entries: one per level of the current path.
+/// Calls `visit(j, leaf)` for every leaf primitive `j ≥ min_primitive` of `bvh` whose box overlaps `query`
+/// (`leaf` its node's index), in depth-first order. Fixed stack of [`MAX_DEPTH`] entries: one per level of the current path.
 #[inline]
-fn traverse(bvh: &Bvh, query: &Aabb, min_primitive: u32, mut visit: impl FnMut(u32)) {
+fn traverse(bvh: &Bvh, query: &Aabb, min_primitive: u32, mut visit: impl FnMut(u32, u32)) {
     let nodes = &bvh.nodes[..];
     if nodes.is_empty() {
         return;
@@ -878,7 +878,8 @@ fn traverse(bvh: &Bvh, query: &Aabb, min_primitive: u32, mut visit: impl FnMut(u
         let n = &nodes[node];
         if n.max_primitive >= min_primitive && n.overlaps(query) {
             if n.is_leaf() {
-                visit(n.index & !LEAF_BIT);
+                // Node indices fit in u32: a tree has fewer than 2 MAX_PRIMITIVES nodes.
+                visit(n.index & !LEAF_BIT, node as u32);
             } else {
                 // At most one pending entry per ancestor: `sp` ≤ depth of `node` ≤ MAX_DEPTH − 1 for an
                 // internal node of a built tree, so the push stays in bounds.
@@ -1021,7 +1022,9 @@ fn sort_tail(buf: &mut [(u32, u32)], start: usize) {
 }
 
 /// All pairs `(i, j)`, `i < j`, of primitives of `bvh` whose current boxes overlap and for which `keep(i, j)`
-/// is true, written sorted ascending to `ws` ([`PairWorkspace::pairs`]).
+/// is true, written sorted ascending to `ws` ([`PairWorkspace::pairs`]). `keep` is generic, so the
+/// search's filter is inlined into the traversal (called for every overlapping leaf, most of them
+/// a cloth triangle's topological neighbours).
 ///
 /// Bridson et al. 2002 §5 (candidate pairs from overlapping leaves). `keep` is called only for
 /// overlapping pairs, always with `i < j`; self-collision uses it to drop triangles that share a vertex or an
@@ -1029,20 +1032,63 @@ fn sort_tail(buf: &mut [(u32, u32)], start: usize) {
 /// whose primitives are all `≤ i`; chunks run in parallel above [`PARALLEL_MIN_PRIMITIVES`] primitives and
 /// are concatenated in chunk order, so the output is the same for any thread count. No allocation unless
 /// [`PairWorkspace::grew`].
-pub fn self_pairs(bvh: &Bvh, keep: &(dyn Fn(u32, u32) -> bool + Sync), ws: &mut PairWorkspace) {
+pub fn self_pairs<F>(bvh: &Bvh, keep: &F, ws: &mut PairWorkspace)
+where
+    F: Fn(u32, u32) -> bool + Sync + ?Sized,
+{
     ws.run_chunked(bvh.num_primitives(), |prims, out| {
-        for i in prims {
-            let query = bvh.primitive_box(i as usize);
-            let start = out.len();
-            traverse(bvh, &query, i + 1, |j| {
-                if keep(i, j) {
-                    out.push((i, j));
-                }
+        let mut group = prims.start;
+        while group < prims.end {
+            let members = group..(group + SELF_QUERY_GROUP).min(prims.end);
+            group = members.end;
+            let boxes = members.clone().map(|i| bvh.primitive_box(i as usize));
+            let (union, area) = boxes.fold((Aabb::EMPTY, 0.0), |(u, a), b| {
+                (u.union(&b), a + b.surface_area())
             });
-            sort_tail(out, start);
+            // One traversal for the group when its members lie together (their box is no
+            // larger than their boxes' areas together), else one per member.
+            let together = union.surface_area() <= area;
+            if !together {
+                for i in members {
+                    let query = bvh.primitive_box(i as usize);
+                    let start = out.len();
+                    traverse(bvh, &query, i + 1, |j, _| {
+                        if keep(i, j) {
+                            out.push((i, j));
+                        }
+                    });
+                    sort_tail(out, start);
+                }
+                continue;
+            }
+            // The leaves meeting the group's box, after its first member, held at the end of
+            // `out` as (primitive, leaf node) while each member picks its partners from them.
+            let hits = out.len();
+            let nodes = &bvh.nodes;
+            traverse(bvh, &union, members.start + 1, |j, node| {
+                out.push((j, node))
+            });
+            let found = out.len();
+            for i in members {
+                let query = bvh.primitive_box(i as usize);
+                let start = out.len();
+                for k in hits..found {
+                    let (j, node) = out[k];
+                    if j > i && nodes[node as usize].overlaps(&query) && keep(i, j) {
+                        out.push((i, j));
+                    }
+                }
+                sort_tail(out, start);
+            }
+            out.drain(hits..found);
         }
     });
 }
+
+/// Consecutive primitives [`self_pairs`] queries the tree with at once (with their boxes'
+/// union), each then keeping the leaves that meet its own box: a cloth numbers its triangles
+/// row by row, so a group lies together and its traversal costs about one member's.
+const SELF_QUERY_GROUP: u32 = 8;
 
 /// All pairs `(a, b)` with `a` a primitive of `bvh_a` and `b` one of `bvh_b` whose current boxes overlap,
 /// written sorted ascending to `ws` ([`PairWorkspace::pairs`]).
@@ -1059,7 +1105,7 @@ pub fn cross_pairs(bvh_a: &Bvh, bvh_b: &Bvh, ws: &mut PairWorkspace) {
                 continue;
             }
             let start = out.len();
-            traverse(bvh_b, &query, 0, |b| out.push((a, b)));
+            traverse(bvh_b, &query, 0, |b, _| out.push((a, b)));
             sort_tail(out, start);
         }
     });
@@ -1074,17 +1120,15 @@ pub fn cross_pairs(bvh_a: &Bvh, bvh_b: &Bvh, ws: &mut PairWorkspace) {
 /// holding them are queried. Chunks of [`PAIR_CHUNK`] queries, in parallel above
 /// [`PARALLEL_MIN_PRIMITIVES`] queries, concatenated in chunk order: the same output for any thread
 /// count. No allocation unless [`PairWorkspace::grew`].
-pub fn self_pairs_of(
-    bvh: &Bvh,
-    queries: &[u32],
-    keep: &(dyn Fn(u32, u32) -> bool + Sync),
-    ws: &mut PairWorkspace,
-) {
+pub fn self_pairs_of<F>(bvh: &Bvh, queries: &[u32], keep: &F, ws: &mut PairWorkspace)
+where
+    F: Fn(u32, u32) -> bool + Sync + ?Sized,
+{
     ws.run_chunked(queries.len(), |range, out| {
         for &i in &queries[range.start as usize..range.end as usize] {
             let query = bvh.primitive_box(i as usize);
             let start = out.len();
-            traverse(bvh, &query, 0, |j| {
+            traverse(bvh, &query, 0, |j, _| {
                 if j != i && keep(i, j) {
                     out.push((i, j));
                 }
@@ -1105,7 +1149,7 @@ pub fn cross_pairs_of(bvh_a: &Bvh, queries: &[u32], bvh_b: &Bvh, ws: &mut PairWo
                 continue;
             }
             let start = out.len();
-            traverse(bvh_b, &query, 0, |b| out.push((a, b)));
+            traverse(bvh_b, &query, 0, |b, _| out.push((a, b)));
             sort_tail(out, start);
         }
     });

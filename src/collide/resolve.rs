@@ -107,7 +107,7 @@ mod zone_rounds;
 use broad_phase::{
     LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
 };
-use detect::{ccd, collides, detect_parallel, margin, near, pair_eta};
+use detect::{ccd, collides, detect_parallel, margin, near, pair_eta, surely_far};
 use members::Members;
 pub use members::{MemberMesh, MemberSettings};
 

@@ -111,11 +111,21 @@ impl ClothCollision {
             Reach::Swept => 1,
         };
         let settings_of = [swept, at_start];
-        let has_obstacles = self.obstacle_bvh.is_some();
+        // When every obstacle triangle belongs to a curved collider met through its exact surface
+        // (the drape's sphere), the searches of the repulsion and the CCD rounds have nothing to
+        // find among them: their boxes, tree and pairs are skipped, not computed and emptied.
+        let all_left_out =
+            analytic && !self.leave_out.is_empty() && self.leave_out.iter().all(|&l| l);
+        let has_obstacles = self.obstacle_bvh.is_some() && !all_left_out;
+        let searched = if has_obstacles { self.x0.len() } else { n };
         for (l, layer) in self.layers[..num_layers].iter_mut().enumerate() {
             let (inflate, self_margins, cross_margins) = settings_of[l];
             let x1 = if l == 0 { &self.x1 } else { &self.x0 };
-            vertex_boxes(&self.x0, x1, &mut layer.points);
+            vertex_boxes(
+                &self.x0[..searched],
+                &x1[..searched],
+                &mut layer.points[..searched],
+            );
             swept_triangle_boxes(
                 &self.x0[..n],
                 &x1[..n],
@@ -237,7 +247,7 @@ impl ClothCollision {
                 stats.pool_grew |= self.neighbours.emit(&cloth, &cull(margins(0)), candidates);
             }
         }
-        if let Some(obvh) = &mut self.obstacle_bvh {
+        if let Some(obvh) = self.obstacle_bvh.as_mut().filter(|_| has_obstacles) {
             union(
                 &mut self.obstacle_boxes,
                 &first.obstacle_tris,
@@ -290,29 +300,34 @@ impl NeighbourTest {
     /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
     #[inline]
     fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
+        if self.passes(cloth, cull) {
+            out.push(self.candidate);
+        }
+    }
+
+    /// Whether `cull` passes the test (`cloth` gives the boxes).
+    #[inline]
+    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> bool {
         let c = &self.candidate;
         if cull
             .only
             .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
         {
-            return;
+            return false;
         }
         // Neighbours are triangles of one cloth: none if that cloth does not meet itself.
         if cull.apart.is_some_and(|a| a[c.verts[0] as usize]) {
-            return;
+            return false;
         }
         let [f0, f1] = self.features.map(|f| f as usize);
         let layers = 0..cull.layers;
-        let pass = match c.kind {
+        match c.kind {
             Kind::PointTriangle => layers.clone().any(|l| {
                 cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
             }),
             Kind::EdgeEdge => {
                 { layers }.any(|l| cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]))
             }
-        };
-        if pass {
-            out.push(*c);
         }
     }
 }
@@ -332,6 +347,13 @@ pub(super) struct NeighbourTests {
     /// start; one more entry at the end.
     chunk_starts: Vec<usize>,
     bufs: Vec<Vec<Candidate>>,
+    /// Per cloth vertex, where its tests start in `by_vertex`; one more entry at the end.
+    vertex_starts: Vec<u32>,
+    /// The indices of the tests holding each vertex, vertex by vertex, each ascending.
+    by_vertex: Vec<u32>,
+    /// Scratch of [`NeighbourTests::emit`]: one bit per test, set for the tests holding a
+    /// changed vertex (all clear between searches).
+    marks: Vec<u64>,
 }
 
 /// Neighbour tests per parallel cull task (fixed: the split does not depend on the thread count).
@@ -400,10 +422,31 @@ impl NeighbourTests {
         let chunk_starts = (0..=tris.len().div_ceil(PAIR_CHUNK))
             .map(|c| tests.partition_point(|t| (t.pair[0] as usize) < c * PAIR_CHUNK))
             .collect();
+        let mut vertex_starts = vec![0u32; num_vertices + 1];
+        for t in &tests {
+            for &v in &t.candidate.verts {
+                vertex_starts[v as usize + 1] += 1;
+            }
+        }
+        for v in 0..num_vertices {
+            vertex_starts[v + 1] += vertex_starts[v];
+        }
+        let mut fill: Vec<u32> = vertex_starts[..num_vertices].to_vec();
+        let mut by_vertex = vec![0u32; 4 * tests.len()];
+        for (k, t) in tests.iter().enumerate() {
+            for &v in &t.candidate.verts {
+                by_vertex[fill[v as usize] as usize] = k as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        let marks = vec![0u64; tests.len().div_ceil(64)];
         Self {
             tests,
             chunk_starts,
             bufs,
+            vertex_starts,
+            by_vertex,
+            marks,
         }
     }
 
@@ -425,12 +468,41 @@ impl NeighbourTests {
 
     /// Appends to `out` the tests `cull` passes, in list order (`cloth` gives the boxes). True
     /// if `out` had to grow.
+    ///
+    /// When `cull` keeps only tests with a marked vertex (an incremental search), the tests
+    /// holding one are marked from the per-vertex index in a bit set and only they are culled,
+    /// in index order: the tests the whole walk would pass, in the same order, at the cost of
+    /// the marked vertices' tests and one pass over the bit set.
     pub(super) fn emit(
         &mut self,
         cloth: &MeshView<'_>,
         cull: &Cull<'_>,
         out: &mut ArenaVec<'_, Candidate>,
     ) -> bool {
+        if let Some(marked) = cull.only {
+            let starts = &self.vertex_starts;
+            for (v, _) in marked[..starts.len() - 1]
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| **m)
+            {
+                for &k in &self.by_vertex[starts[v] as usize..starts[v + 1] as usize] {
+                    self.marks[k as usize / 64] |= 1 << (k % 64);
+                }
+            }
+            let capacity = out.capacity();
+            for (w, word) in self.marks.iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
+                    bits &= bits - 1;
+                    if t.passes(cloth, cull) {
+                        out.push(t.candidate);
+                    }
+                }
+            }
+            return out.capacity() != capacity;
+        }
         let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
             buf.clear();
             for t in tests {

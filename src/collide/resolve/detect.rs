@@ -127,6 +127,11 @@ pub(super) fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: 
 /// So a start distance beyond `2 eta_c` plus that largest relative displacement (grown by 1 %
 /// and 1 nm for rounding) excludes every hit, and the costly root isolation of near-coplanar
 /// neighbours moving together is skipped without changing any result. NaN never excludes.
+///
+/// The start distance is first bounded from below by the sides' bounding spheres
+/// ([`distance_lower_bound`]); only when that bound is too small to decide is the exact closest
+/// pair computed. The cheap bound decides only beyond [`BOUND_SLACK`] more than the threshold,
+/// so every answer is the one the exact distance alone gives.
 #[inline]
 pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f64) -> bool {
     let split = match kind {
@@ -140,6 +145,11 @@ pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c
             closing = closing.max((*a - *b).length_squared());
         }
     }
+    let closing = closing.sqrt();
+    let limit = 2.0 * 1.01 * eta_c + 1e-9;
+    if distance_lower_bound(kind, start) - closing > limit + BOUND_SLACK {
+        return true;
+    }
     let distance = match kind {
         Kind::PointTriangle => {
             let (closest, _) = closest_point_triangle(start[0], [start[1], start[2], start[3]]);
@@ -149,7 +159,53 @@ pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c
             closest_points_edge_edge([start[0], start[1]], [start[2], start[3]]).distance
         }
     };
-    distance - closing.sqrt() > 2.0 * 1.01 * eta_c + 1e-9
+    distance - closing > limit
+}
+
+/// How far (m) beyond a threshold [`distance_lower_bound`] must lie before it decides a
+/// pre-test alone: it covers the rounding of the bound and of the exact distance it stands in
+/// for (both in `f64` on `f32` positions, errors of order 1e-15 m per metre of coordinate).
+pub(super) const BOUND_SLACK: f64 = 1e-7;
+
+/// A lower bound of the distance between the two sides of a test at positions `q` (`[point,
+/// tri0, tri1, tri2]` or `[p0, p1, q0, q1]`): the gap between the sides' projections on the
+/// axis `u` joining their centres (a triangle's centroid, an edge's midpoint). Every point of a
+/// side projects between its vertices' projections, and two points' distance is at least the
+/// distance of their projections on a unit axis, so the sides are at least that gap apart
+/// (a separating-axis bound). Point–triangle: `min_k u · (p − x_k)`; edge–edge, with `m` from
+/// one midpoint to the other: `|m| − (|u · e_p| + |u · e_q|) / 2` for the edge vectors `e`.
+/// A few products and one square root, against the exact closest pair's case analysis; it
+/// separates the features a cloth's spacing keeps apart (a vertex and the triangle next to
+/// it, two parallel edges of a row), which are most listed tests. Negative when the sides'
+/// projections overlap; NaN when the centres coincide or an input is NaN (a comparison with
+/// it then decides nothing).
+#[inline]
+pub(super) fn distance_lower_bound(kind: Kind, q: &[DVec3; 4]) -> f64 {
+    match kind {
+        Kind::PointTriangle => {
+            let m = q[0] - (q[1] + q[2] + q[3]) / 3.0;
+            let gap = m
+                .dot(q[0] - q[1])
+                .min(m.dot(q[0] - q[2]))
+                .min(m.dot(q[0] - q[3]));
+            gap / m.length()
+        }
+        Kind::EdgeEdge => {
+            let m = 0.5 * ((q[2] + q[3]) - (q[0] + q[1]));
+            let len = m.length();
+            len - 0.5 * (m.dot(q[1] - q[0]).abs() + m.dot(q[3] - q[2]).abs()) / len
+        }
+    }
+}
+
+/// Conservative pre-test of the proximity tests ([`proximity_point_triangle`],
+/// [`proximity_edge_edge`]) at positions `p`: true when the sides' bounding spheres are farther
+/// apart than [`margin`] (plus [`BOUND_SLACK`]), beyond which neither test can accept (a
+/// point–triangle contact lies within `2 eta` of the solid triangle, an edge–edge one within
+/// `eta`; the derivation at [`margin`]).
+#[inline]
+pub(super) fn surely_far(kind: Kind, p: &[DVec3; 4], eta: f64) -> bool {
+    distance_lower_bound(kind, p) > f64::from(margin(kind, eta)) + BOUND_SLACK
 }
 
 /// Whether a stencil moving from `start` to `end` collides within `eta_c`: the cheap swept-box

@@ -45,6 +45,9 @@ impl ClothCollision {
                     return false;
                 }
                 let p = q.map(Vec3::as_dvec3);
+                if surely_far(c.kind, &p, eta) {
+                    return false;
+                }
                 match c.kind {
                     Kind::PointTriangle => {
                         proximity_point_triangle(p[0], [p[1], p[2], p[3]], eta).is_some()
