@@ -264,6 +264,18 @@ pub(crate) fn substep(
 /// A cloth of a group and its statistics.
 pub(crate) type Member<'a> = (&'a mut SimCloth, &'a mut FrameStats);
 
+/// What [`schedule`] and [`controlled`] run for every (sub)step they settle on: the members'
+/// stages by `h` with these colliders and obstacles, under this deadline.
+trait AdvanceMembers:
+    FnMut(&mut [Member<'_>], &Bump, &[ColliderView], &ObstacleMeshes<'_>, f32, &mut Deadline)
+{
+}
+
+impl<F> AdvanceMembers for F where
+    F: FnMut(&mut [Member<'_>], &Bump, &[ColliderView], &ObstacleMeshes<'_>, f32, &mut Deadline)
+{
+}
+
 /// The signature shared by [`substep_group`] and [`substep_isometric_group`]: the world picks
 /// one by the group's model.
 pub(crate) type GroupStep = fn(
@@ -329,14 +341,7 @@ fn schedule(
     settings: &StepEnv<'_>,
     h: f32,
     deadline: &mut Deadline,
-    advance: &mut impl FnMut(
-        &mut [Member<'_>],
-        &Bump,
-        &[ColliderView],
-        &ObstacleMeshes<'_>,
-        f32,
-        &mut Deadline,
-    ),
+    advance: &mut impl AdvanceMembers,
 ) {
     let mut pieces = 1u32;
     for (cloth, _) in members.iter_mut() {
@@ -394,14 +399,7 @@ fn controlled(
     h: f32,
     depth: u32,
     deadline: &mut Deadline,
-    advance: &mut impl FnMut(
-        &mut [Member<'_>],
-        &Bump,
-        &[ColliderView],
-        &ObstacleMeshes<'_>,
-        f32,
-        &mut Deadline,
-    ),
+    advance: &mut impl AdvanceMembers,
 ) {
     let may_reject = depth < control.max_halvings && !deadline.passed();
     if may_reject {
