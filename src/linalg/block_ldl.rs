@@ -47,43 +47,54 @@
 //! [`PcgReport`](super::PcgReport)). Block SGS cannot break down: its `D_i⁻¹` are the block
 //! Jacobi inverses of `Ã_ii` with their SPD fallbacks.
 //!
-//! # Parallel solves: parts and a separator
+//! # Parallel solves: two parts and a separator
 //! The recurrences run row after row, so in the natural order the factorisation and both
 //! triangular solves are sequential. The factor is therefore built in a *domain-decomposition
-//! order* (a symmetric permutation of `Ã`, fixed at creation): the rows of `A` are cut into
-//! `P` contiguous ranges of the natural order (*parts*); a row that couples to a row of a
-//! later part is a *separator* row; the factor's order is the interior rows of part 0, of
-//! part 1, …, then every separator row. No interior row then couples to an interior row of
-//! another part, so on the pattern (IC(0) adds no fill-in) each part's rows of `L` reach only
-//! its own rows, and the separator's reach anything before them:
+//! order* (a symmetric permutation of `Ã`, fixed at creation from the pattern alone): the rows
+//! of `A` are cut at the middle of the natural order into two halves; the rows of the first
+//! half from the first one that couples to a row of the second half on are the *separator*;
+//! the rest of the first half is part 0, the second half is part 1. In the natural order the
+//! three are contiguous ranges, `[0, a)`, `[a, b)`, `[b, n)`. The factor's order is part 0
+//! ascending, part 1 *descending*, then the separator ascending:
 //!
 //! ```text
-//! forward   (I + L) y = r       the parts in parallel, then the separator rows in order
-//! backward  (I + L)ᵀ x = D⁻¹ y  the separator rows, then the parts in parallel
-//! factor                        the parts in parallel, then the separator rows in order
+//! natural   part 0 ──►│ separator │◄── part 1
+//! factor    part 0 ascending, part 1 descending, separator ascending
+//! ```
+//!
+//! No row of part 0 couples to a row of part 1, so on the pattern (IC(0) adds no fill-in) each
+//! part's rows of `L` reach only its own rows, and the separator's reach anything before them:
+//!
+//! ```text
+//! factor                        the two parts in parallel, then the separator rows in order
+//! forward   (I + L) y = r       the two parts in parallel, then the separator rows in order
+//! backward  (I + L)ᵀ x = D⁻¹ y  the separator rows, then the two parts in parallel
 //! ```
 //!
 //! This is IC(0) of the permuted matrix, a different incomplete factor from the natural
-//! order's (the dropped fill-in differs), so it changes the iterates, not the method. The
-//! Baraff–Witkin solver does not use it ([`IncompleteBlockLdl::new`] is the natural order): on
-//! the drapes at two threads the extra iterations of the weaker factor cost more than the
-//! parallel solves save (`docs/performance-history.md`); it is there for hosts with more cores
-//! ([`IncompleteBlockLdl::with_parts`], [`suggested_parts`]).
-//! `P = num_rows / PART_ROWS` (at least 2, at most [`MAX_PARTS`]), from the size alone and
-//! never from the thread count, so the results are the same for any number of threads; below
-//! the linear algebra's parallel threshold ([`reduce::PARALLEL_MIN_ROWS`] rows) `P = 1`, the
-//! natural order. More parts mean more separator rows and a weaker factor (more CG
-//! iterations), so `P` grows slowly with the size. On a cloth grid numbered row by row a separator is about two grid rows per cut (the
-//! hinges' wing pairs reach two rows); a mesh whose numbering couples distant rows would give
-//! a large separator, and when it exceeds an eighth of the rows fewer parts are used, down
-//! to `P = 1`. With parts, the backward solve is written row by row (`x_c = D_c⁻¹ y_c −
-//! Σ_{i>c} L_icᵀ x_i`, a gather over a transposed copy of `L` made after each factorisation)
-//! so that every row writes only itself. In the natural order (`P = 1`, the solver's) both
-//! solves are one sequential sweep each ([`IncompleteBlockLdl::apply_in_order`]) and the
-//! backward one scatters from the rows of `L` (`w_c −= L_icᵀ x_i` once `x_i` is solved), so no
-//! transposed copy is made; each `w_c` receives its terms in the same order as the gather
-//! (`i` descending), so the two forms give the same bits.
+//! order's (the dropped fill-in differs), so it changes the iterates, not the method. Both
+//! parts are eliminated *towards* the separator: a part's last rows are those next to it.
+//! Measured on the drapes (`docs/methods/filtered-pcg-cost.md`), that costs a few per cent
+//! more CG iterations than the natural order, where part 1 taken ascending (away from the
+//! separator) costs about three times as many, and more parts cost more again.
 //!
+//! The split depends on the pattern alone, never on the thread count, so the results are the
+//! same for any number of threads. [`IncompleteBlockLdl::new`] (the solver's) uses it from
+//! [`TWO_PART_MIN_ROWS`] rows on, while the separator holds at most `1 / SEPARATOR_SHARE` of
+//! the rows; otherwise the natural order. On a cloth grid numbered row by row the separator
+//! is about two grid rows (the hinges' wing pairs reach two rows); a mesh whose numbering
+//! couples distant rows gives a large separator and keeps the natural order.
+//!
+//! The solves keep the caller's vectors in the natural order: row `i` of the factor is row
+//! `perm[i]` of `A`, and the columns of `L` are stored a second time as rows of `A`, so a
+//! part's sweep reads and writes only its own contiguous range of every vector, and the
+//! forward sweep can carry the caller's per-row work ([`Sweep`]: the CG update of `dv` and
+//! `r` before a row is read, the filter and `r · s` after it is solved). Both solves are
+//! sweeps over the rows of `L`: the forward one `y_i = r_i − Σ_c L_ic y_c` with `w_i = D_i⁻¹
+//! y_i`, the backward one column-oriented, each solved `x_i` scattered from row `i` of `L`
+//! (`w_c −= L_icᵀ x_i`, `i` descending), so `Lᵀ` is never formed; the separator's scatter
+//! reaches the parts' rows before their own backward sweeps start.
+
 //! # The symbolic factorisation
 //! In `F_ik = Ã_ik − Σ_{j<k} F_ij L_kjᵀ` only the `j` that rows `i` and `k` both hold add
 //! anything. The pattern lists them once, at creation, for every block `(i, k)` (as the slot
@@ -93,15 +104,16 @@
 //! factor's values are the same.
 //!
 //! # Numbers and determinism
-//! Blocks are `f32` (`L`, `Lᵀ` with parts, `D⁻¹`) like `A`: the factor only steers the
+//! Blocks are `f32` (`L`, `D⁻¹`) like `A`: the factor only steers the
 //! iteration, and its round-off changes how fast CG converges, not what it converges to. Each
 //! pivot block `D_i` is accumulated, checked and inverted in `f64`, where the cancellation of
 //! the Schur complement happens (`A = M − h D − h² K` of a stiff cloth cancels four to five
 //! digits in its smooth modes). Each row's arithmetic is fixed by the order above, whichever
-//! thread runs it, so the factor and the solves are bit-identical for any thread count.
-//! Storage (the ordering, the lower and upper patterns, the symbolic update lists, `L`, `Lᵀ`,
-//! `D⁻¹`, one scratch row and the solve vector) is allocated once, at creation; `factor` and
-//! `apply` allocate nothing.
+//! thread runs it, and the sums a solve returns are added per range (separator, part 0,
+//! part 1) in that order, so the factor and the solves are bit-identical for any thread
+//! count. Storage (the ordering, the lower pattern, the symbolic update lists, `L`, `D⁻¹`,
+//! one scratch row and the solve vector) is allocated once, at creation; `factor` and the
+//! solves allocate nothing.
 #![deny(unsafe_code)]
 
 use crate::runtime::executor::join;
@@ -113,7 +125,6 @@ use super::block_csr::BlockCsr;
 use super::pattern::BlockPattern;
 use super::pcg::Filter;
 use super::precond::{MIN_RELATIVE_PIVOT, invert_diagonal_block};
-use super::reduce;
 
 /// The preconditioner of the filtered PCG.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -145,55 +156,46 @@ const SHIFT_LEVELS: [f64; 4] = [0.0, 1e-3, 1e-2, 1e-1];
 /// Solves factored at a shift level above 0 before the next solve tries one level lower.
 const SHIFT_DECAY_SOLVES: u32 = 8;
 
-/// Rows of `A` per part of the ordering (module doc, "Parallel solves"): the number of parts
-/// is `num_rows / PART_ROWS`, at least 2 and at most [`MAX_PARTS`], from the matrix size
-/// alone. Each part's separator rows weaken the factor (on drape-101, 40 frames: 2,435 CG
-/// iterations in the natural order, 2,806 with 2 parts, 3,045 with 4), so parts are few.
-pub const PART_ROWS: usize = 4096;
+/// Rows from which [`IncompleteBlockLdl::new`] factors in two parts (module doc, "Parallel
+/// solves"); smaller systems keep the natural order.
+pub const TWO_PART_MIN_ROWS: usize = 1024;
 
-/// Most parts of the ordering.
-pub const MAX_PARTS: usize = 16;
-
-/// A partition is used only while its separator holds at most `1 / SEPARATOR_SHARE` of the
-/// rows; otherwise fewer parts are tried, down to one (the natural order).
+/// Two parts are used only while the separator holds at most `1 / SEPARATOR_SHARE` of the
+/// rows; otherwise the natural order.
 const SEPARATOR_SHARE: usize = 8;
 
-/// The symbolic part of the factor: the ordering and the patterns of `L` and `Lᵀ`, built once.
+/// The symbolic part of the factor: the ordering and the pattern of `L`, built once.
 #[derive(Clone, Debug)]
 struct FactorPattern {
     /// `perm[i]`: the row of `A` (vertex) that is row `i` of the factor.
     perm: Vec<u32>,
-    /// `iperm[v]`: the row of the factor that holds vertex `v`.
-    iperm: Vec<u32>,
-    /// `part_start[p]..part_start[p + 1]`: the interior rows of part `p`; the last entry is
-    /// the first separator row.
+    /// `part_start[p]..part_start[p + 1]`: the rows of part `p` (one or two parts); the last
+    /// entry is the first separator row.
     part_start: Vec<u32>,
+    /// `(a, b)`: in the natural order, part 0 is `[0, a)`, the separator `[a, b)` and part 1
+    /// `[b, n)` (`(n, n)` with one part).
+    natural: (usize, usize),
     /// `offsets[i]..offsets[i + 1]`: row `i` of the strict lower part, in `cols`, `src` and `l`.
     offsets: Vec<u32>,
     /// Column (factor row) of each strict-lower block, ascending within a row.
     cols: Vec<u32>,
+    /// The same column as a row of `A` (`perm[cols[s]]`): what the solves index.
+    natural_cols: Vec<u32>,
     /// Slot in `A` of each strict-lower block: `A_{perm[i], perm[cols[s]]}`.
     src: Vec<u32>,
     /// Slot in `A` of each diagonal block `A_{perm[i], perm[i]}`.
     diag_slot: Vec<u32>,
-    /// `upper_offsets[c]..upper_offsets[c + 1]`: the blocks `L_ic` of column `c` (`i > c`), by
-    /// descending `i`, in `upper_rows`, `upper_src` and `lt`.
-    upper_offsets: Vec<u32>,
-    /// Row `i` of each block of column `c`, descending.
-    upper_rows: Vec<u32>,
     /// `update_offsets[t]..update_offsets[t + 1]`: the terms `F_ij L_kjᵀ` of block `t = (i, k)`
     /// in `updates`: the `j` that rows `i` and `k` both hold, ascending.
     update_offsets: Vec<u32>,
     /// Each term as (slot of `L_kj`, position of `j` in row `i`'s strict lower part).
     updates: Vec<(u32, u32)>,
-    /// Index in `l` of each block of column `c`.
-    upper_src: Vec<u32>,
 }
 
 impl FactorPattern {
-    fn new(pattern: &BlockPattern, parts: usize) -> Self {
+    fn new(pattern: &BlockPattern, two_parts: bool) -> Self {
         let n = pattern.num_rows();
-        let (perm, part_start) = ordering(pattern, parts);
+        let (perm, part_start, natural) = ordering(pattern, two_parts);
         let mut iperm = vec![0u32; n];
         for (i, &v) in perm.iter().enumerate() {
             iperm[v as usize] = i as u32;
@@ -220,28 +222,7 @@ impl FactorPattern {
             offsets.push(cols.len() as u32);
             diag_slot.push(pattern.diag_slot(v).index() as u32);
         }
-        // Lᵀ by rows: the blocks of each column, rows descending (the order in which the
-        // column-oriented backward solve would subtract them).
-        let mut counts = vec![0u32; n + 1];
-        for &c in &cols {
-            counts[c as usize + 1] += 1;
-        }
-        for c in 0..n {
-            counts[c + 1] += counts[c];
-        }
-        let upper_offsets = counts.clone();
-        let mut upper_rows = vec![0u32; cols.len()];
-        let mut upper_src = vec![0u32; cols.len()];
-        for i in (0..n).rev() {
-            let row = offsets[i] as usize..offsets[i + 1] as usize;
-            for (s, &c) in row.clone().zip(&cols[row]) {
-                let c = c as usize;
-                let u = counts[c] as usize;
-                upper_rows[u] = i as u32;
-                upper_src[u] = s as u32;
-                counts[c] += 1;
-            }
-        }
+        let natural_cols = cols.iter().map(|&c| perm[c as usize]).collect();
         // The symbolic IC(0): for each block (i, k), the j < k on both rows' patterns.
         let mut update_offsets = Vec::with_capacity(cols.len() + 1);
         update_offsets.push(0u32);
@@ -270,15 +251,13 @@ impl FactorPattern {
             update_offsets,
             updates,
             perm,
-            iperm,
             part_start,
+            natural,
             offsets,
             cols,
+            natural_cols,
             src,
             diag_slot,
-            upper_offsets,
-            upper_rows,
-            upper_src,
         }
     }
 
@@ -301,49 +280,73 @@ impl FactorPattern {
     fn lower(&self, i: usize) -> Range<usize> {
         self.offsets[i] as usize..self.offsets[i + 1] as usize
     }
-
-    fn upper(&self, c: usize) -> Range<usize> {
-        self.upper_offsets[c] as usize..self.upper_offsets[c + 1] as usize
-    }
-
-    /// Runs `f(p, rows of part p)` for every part, in parallel (rayon's join over halves);
-    /// `s` holds the rows of `parts`. True when every `f` is.
-    fn run_parts<S: PartRows>(
-        &self,
-        parts: Range<usize>,
-        s: S,
-        f: &(impl Fn(usize, S) -> bool + Sync),
-    ) -> bool {
-        if parts.len() <= 1 {
-            return parts.is_empty() || f(parts.start, s);
-        }
-        let mid = (parts.start + parts.end) / 2;
-        let (lo, hi) = s.split(
-            self,
-            self.part_start[parts.start] as usize,
-            self.part_start[mid] as usize,
-        );
-        let (a, b) = join(
-            || self.run_parts(parts.start..mid, lo, f),
-            || self.run_parts(mid..parts.end, hi, f),
-        );
-        a && b
-    }
 }
 
-/// Mutable per-row storage that [`FactorPattern::run_parts`] hands out part by part.
-trait PartRows: Sized + Send {
-    /// Splits rows that start at row `first` at row `mid`.
-    fn split(self, pat: &FactorPattern, first: usize, mid: usize) -> (Self, Self);
+/// The separator of the two-part split of `pattern` (module doc, "Parallel solves"): `(a, b)`
+/// with `b = n / 2` and `a` the first row before `b` that couples to a row from `b` on (`b`
+/// when none does).
+fn two_part_split(pattern: &BlockPattern) -> (usize, usize) {
+    let b = pattern.num_rows() / 2;
+    let a = (0..b)
+        .find(|&v| pattern.row_cols(v).iter().any(|&u| u as usize >= b))
+        .unwrap_or(b);
+    (a, b)
 }
 
-impl PartRows for &mut [Vec3A] {
-    fn split(self, _: &FactorPattern, first: usize, mid: usize) -> (Self, Self) {
-        self.split_at_mut(mid - first)
+/// Whether [`IncompleteBlockLdl::new`] factors `pattern` in two parts: from
+/// [`TWO_PART_MIN_ROWS`] rows on, with a separator of at most `1 / SEPARATOR_SHARE` of them.
+#[must_use]
+pub fn uses_two_parts(pattern: &BlockPattern) -> bool {
+    let n = pattern.num_rows();
+    let (a, b) = two_part_split(pattern);
+    n >= TWO_PART_MIN_ROWS && (b - a) * SEPARATOR_SHARE <= n
+}
+
+/// The factor's order (module doc, "Parallel solves"): with two parts, part 0 ascending, part 1
+/// descending, then the separator ascending; the first row of each part (the last entry: the
+/// separator's first row); and the natural ranges `(a, b)` of the separator.
+fn ordering(pattern: &BlockPattern, two_parts: bool) -> (Vec<u32>, Vec<u32>, (usize, usize)) {
+    let n = pattern.num_rows();
+    if !two_parts || n < 2 {
+        return ((0..n as u32).collect(), vec![0, n as u32], (n, n));
     }
+    let (a, b) = two_part_split(pattern);
+    let mut perm: Vec<u32> = (0..a as u32).collect();
+    perm.extend((b as u32..n as u32).rev());
+    perm.extend(a as u32..b as u32);
+    let part_start = vec![0, a as u32, (a + n - b) as u32];
+    (perm, part_start, (a, b))
 }
 
-impl PartRows for FactorRows<'_> {
+/// An incomplete block `(I + L) D (I + L)ᵀ` factor, preallocated on a block pattern.
+#[derive(Clone, Debug)]
+pub struct IncompleteBlockLdl {
+    pat: FactorPattern,
+    /// Strict-lower blocks `L_ik` (`Mat3A`: the SIMD products are the factorisation's and the
+    /// triangular solves' inner loops).
+    l: Vec<Mat3A>,
+    /// `D_i⁻¹`, in the factor's order.
+    d_inv: Vec<Mat3A>,
+    /// Dense scratch row of `F_ik` (zero between rows).
+    work: Vec<Mat3A>,
+    /// The forward solve's `y`, by rows of `A`.
+    y: Vec<Vec3A>,
+    /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
+    level: usize,
+    /// Factorisations done at `level` since it was entered.
+    solves_at_level: u32,
+}
+
+/// The mutable rows of one part during the factorisation: its blocks of `L`, `D⁻¹` and
+/// scratch, starting at its first row.
+struct FactorRows<'a> {
+    l: &'a mut [Mat3A],
+    d_inv: &'a mut [Mat3A],
+    work: &'a mut [Mat3A],
+}
+
+impl FactorRows<'_> {
+    /// Splits the rows that start at factor row `first` at factor row `mid`.
     fn split(self, pat: &FactorPattern, first: usize, mid: usize) -> (Self, Self) {
         let (l0, l1) = self
             .l
@@ -365,118 +368,34 @@ impl PartRows for FactorRows<'_> {
     }
 }
 
-/// The number of parts for `pattern` in the parallel order ([`IncompleteBlockLdl::with_parts`]):
-/// from its size ([`PART_ROWS`], [`MAX_PARTS`]; one below the linear algebra's parallel
-/// threshold, at least two above it), fewer while the separator is too large.
-#[must_use]
-pub fn suggested_parts(pattern: &BlockPattern) -> usize {
-    let n = pattern.num_rows();
-    if n < reduce::PARALLEL_MIN_ROWS {
-        return 1;
-    }
-    let mut parts = (n / PART_ROWS).clamp(2, MAX_PARTS);
-    while parts > 1 {
-        let separator = (0..n).filter(|&v| is_separator(pattern, parts, v)).count();
-        if separator * SEPARATOR_SHARE <= n {
-            break;
-        }
-        parts -= 1;
-    }
-    parts
-}
-
-/// The part of row `v` of `A`: `parts` contiguous ranges of the natural order.
-#[inline]
-fn part_of(v: usize, parts: usize, n: usize) -> usize {
-    v * parts / n
-}
-
-/// Whether row `v` couples to a row of a later part (module doc, "Parallel solves").
-fn is_separator(pattern: &BlockPattern, parts: usize, v: usize) -> bool {
-    let n = pattern.num_rows();
-    let p = part_of(v, parts, n);
-    pattern
-        .row_cols(v)
-        .iter()
-        .any(|&u| part_of(u as usize, parts, n) > p)
-}
-
-/// The factor's order: each part's interior rows ascending, part after part, then the
-/// separator rows ascending; and the first row of each part (the last entry: the
-/// separator's first row).
-fn ordering(pattern: &BlockPattern, parts: usize) -> (Vec<u32>, Vec<u32>) {
-    let n = pattern.num_rows();
-    let parts = parts.clamp(1, n.max(1));
-    let separator: Vec<bool> = (0..n)
-        .map(|v| parts > 1 && is_separator(pattern, parts, v))
-        .collect();
-    let mut perm = Vec::with_capacity(n);
-    let mut part_start = vec![0u32];
-    let mut v = 0;
-    for p in 0..parts {
-        while v < n && part_of(v, parts, n) == p {
-            if !separator[v] {
-                perm.push(v as u32);
-            }
-            v += 1;
-        }
-        part_start.push(perm.len() as u32);
-    }
-    perm.extend((0..n as u32).filter(|&v| separator[v as usize]));
-    (perm, part_start)
-}
-
-/// An incomplete block `(I + L) D (I + L)ᵀ` factor, preallocated on a block pattern.
-#[derive(Clone, Debug)]
-pub struct IncompleteBlockLdl {
-    pat: FactorPattern,
-    /// Strict-lower blocks `L_ik` (`Mat3A`: the SIMD products are the factorisation's and the
-    /// triangular solves' inner loops).
-    l: Vec<Mat3A>,
-    /// `L_icᵀ` in the order of `upper_rows` (the backward solve's gather).
-    lt: Vec<Mat3A>,
-    /// `D_i⁻¹`.
-    d_inv: Vec<Mat3A>,
-    /// Dense scratch row of `F_ik` (zero between rows).
-    work: Vec<Mat3A>,
-    /// The triangular solves' vector, in the factor's order.
-    y: Vec<Vec3A>,
-    /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
-    level: usize,
-    /// Factorisations done at `level` since it was entered.
-    solves_at_level: u32,
-}
-
-/// The mutable rows of one part during the factorisation: its blocks of `L`, `D⁻¹` and
-/// scratch, starting at its first row.
-struct FactorRows<'a> {
-    l: &'a mut [Mat3A],
-    d_inv: &'a mut [Mat3A],
-    work: &'a mut [Mat3A],
-}
-
 impl IncompleteBlockLdl {
-    /// Storage for the strict lower part of `pattern` in the natural order, one part with
-    /// sequential solves (values are set by [`IncompleteBlockLdl::factor`]). The solver uses
-    /// this: on two cores the parts' weaker factor costs more CG iterations than their parallel
-    /// solves save (module doc, "Parallel solves"); [`IncompleteBlockLdl::with_parts`] with
-    /// [`suggested_parts`] gives the parallel order.
+    /// Storage for the strict lower part of `pattern` in the solver's order: two parts and a
+    /// separator when [`uses_two_parts`] says so, else the natural order (module doc,
+    /// "Parallel solves"). Values are set by [`IncompleteBlockLdl::factor`].
     #[must_use]
     pub fn new(pattern: &BlockPattern) -> Self {
-        Self::with_parts(pattern, 1)
+        Self::with_order(pattern, uses_two_parts(pattern))
     }
 
-    /// [`IncompleteBlockLdl::new`] with `parts` parts (1: the natural order, sequential
-    /// solves), whatever the separator's size.
+    /// [`IncompleteBlockLdl::new`] in the natural order (one part, sequential solves).
     #[must_use]
-    pub fn with_parts(pattern: &BlockPattern, parts: usize) -> Self {
-        let pat = FactorPattern::new(pattern, parts);
+    pub fn natural(pattern: &BlockPattern) -> Self {
+        Self::with_order(pattern, false)
+    }
+
+    /// [`IncompleteBlockLdl::new`] in two parts and a separator, whatever the size of either.
+    #[must_use]
+    pub fn in_two_parts(pattern: &BlockPattern) -> Self {
+        Self::with_order(pattern, true)
+    }
+
+    fn with_order(pattern: &BlockPattern, two_parts: bool) -> Self {
+        let pat = FactorPattern::new(pattern, two_parts);
         let n = pat.num_rows();
         let nnz = pat.cols.len();
         IncompleteBlockLdl {
             pat,
             l: vec![Mat3A::ZERO; nnz],
-            lt: vec![Mat3A::ZERO; nnz],
             d_inv: vec![Mat3A::IDENTITY; n],
             work: vec![Mat3A::ZERO; n],
             y: vec![Vec3A::ZERO; n],
@@ -499,7 +418,7 @@ impl IncompleteBlockLdl {
         self.pat.cols.len()
     }
 
-    /// Number of parts of the ordering (1: the natural order).
+    /// Number of parts of the ordering (1: the natural order; 2).
     #[inline]
     #[must_use]
     pub fn num_parts(&self) -> usize {
@@ -547,7 +466,7 @@ impl IncompleteBlockLdl {
             self.num_rows(),
             "IncompleteBlockLdl::factor: matrix size differs from the factor's"
         );
-        let outcome = match kind {
+        match kind {
             Preconditioner::BlockSgs => {
                 self.factor_sgs(a, &filter);
                 FactorOutcome::Factored { shift: 0.0 }
@@ -556,17 +475,7 @@ impl IncompleteBlockLdl {
             Preconditioner::BlockJacobi => {
                 panic!("IncompleteBlockLdl::factor: block Jacobi has no factor")
             }
-        };
-        if outcome != FactorOutcome::Failed && self.pat.num_parts() > 1 {
-            // Lᵀ by rows for the parts' gathers; one part scatters from `l` instead.
-            let (l, src) = (&self.l, &self.pat.upper_src);
-            reduce::for_each_chunk(&mut self.lt[..], |first, chunk: &mut [Mat3A]| {
-                for (k, t) in chunk.iter_mut().enumerate() {
-                    *t = l[src[first + k] as usize].transpose();
-                }
-            });
         }
-        outcome
     }
 
     /// IC(0) at the lowest shift that does not break down (module doc, "Breakdown").
@@ -659,18 +568,25 @@ impl IncompleteBlockLdl {
         alpha: f64,
     ) -> bool {
         let pat = &self.pat;
-        let rows = FactorRows {
+        let all = FactorRows {
             l: &mut self.l[..],
             d_inv: &mut self.d_inv[..],
             work: &mut self.work[..],
         };
         let sep = pat.separator_start();
-        let (interior, _) = rows.split(pat, 0, sep);
-        let parts_ok = pat.run_parts(0..pat.num_parts(), interior, &|p, s| {
-            let rows = pat.part_rows(p);
-            let base = (rows.start, pat.offsets[rows.start] as usize);
-            ic0_rows(pat, a, filter, alpha, rows, base, s)
-        });
+        let parts_ok = if pat.num_parts() == 1 {
+            ic0_rows(pat, a, filter, alpha, 0..sep, (0, 0), all)
+        } else {
+            let (parts, _) = all.split(pat, 0, sep);
+            let (part0, part1) = parts.split(pat, 0, pat.part_start[1] as usize);
+            let part = |p: usize, s: FactorRows<'_>| {
+                let rows = pat.part_rows(p);
+                let base = (rows.start, pat.offsets[rows.start] as usize);
+                ic0_rows(pat, a, filter, alpha, rows, base, s)
+            };
+            let (ok0, ok1) = join(|| part(0, part0), || part(1, part1));
+            ok0 && ok1
+        };
         parts_ok
             && ic0_rows(
                 pat,
@@ -687,10 +603,8 @@ impl IncompleteBlockLdl {
             )
     }
 
-    /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r`: the forward solve (the parts in parallel,
-    /// then the separator), then the block-diagonal and backward solve (the separator, then
-    /// the parts in parallel). Each row's arithmetic is the same for any thread count.
-    /// Allocates nothing.
+    /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r` ([`IncompleteBlockLdl::sweep`] with `r` as
+    /// it is). Allocates nothing.
     ///
     /// # Panics
     /// If `r` or `out` does not have `num_rows()` entries.
@@ -698,9 +612,9 @@ impl IncompleteBlockLdl {
         self.apply_then(r, out, |_, x| (x, 0.0));
     }
 
-    /// [`IncompleteBlockLdl::apply`] with `out_i = finish(i, (P⁻¹ r)_i).0`, in the same pass
-    /// that takes `P⁻¹ r` back to the rows of `A`; returns the sum of `finish(i, ·).1` over the
-    /// fixed chunks of [`reduce`], added in chunk order (bit-identical for any thread count).
+    /// [`IncompleteBlockLdl::apply`] with `out_i = finish(i, (P⁻¹ r)_i).0`; returns the sum of
+    /// `finish(i, ·).1` in the order of [`IncompleteBlockLdl::sweep`] (bit-identical for any
+    /// thread count).
     ///
     /// # Panics
     /// If `r` or `out` does not have `num_rows()` entries.
@@ -708,117 +622,145 @@ impl IncompleteBlockLdl {
         &mut self,
         r: &[Vec3],
         out: &mut [Vec3],
-        finish: impl Fn(usize, Vec3) -> (Vec3, f64) + Sync + Send,
+        finish: impl Fn(usize, Vec3) -> (Vec3, f64) + Sync,
     ) -> f64 {
-        let n = self.num_rows();
-        assert!(
-            r.len() == n && out.len() == n,
+        assert_eq!(
+            r.len(),
+            self.num_rows(),
             "IncompleteBlockLdl::apply: wrong lengths"
         );
-        if self.num_parts() == 1 {
-            self.apply_in_order(&mut Plain(r), out);
-            return reduce::sum_chunks_mut(out, |first, chunk: &mut [Vec3]| {
-                let mut acc = 0.0;
-                for (k, o) in chunk.iter_mut().enumerate() {
-                    let (x, part) = finish(first + k, *o);
-                    *o = x;
-                    acc += part;
-                }
-                acc
-            });
-        }
-        let IncompleteBlockLdl {
-            pat,
-            l,
-            lt,
-            d_inv,
-            y,
-            ..
-        } = self;
-        let (pat, l, lt, d_inv) = (&*pat, &l[..], &lt[..], &d_inv[..]);
-        let sep = pat.separator_start();
-        // (I + L) y = r.
-        pat.run_parts(0..pat.num_parts(), &mut y[..sep], &|p, ys: &mut [Vec3A]| {
-            let rows = pat.part_rows(p);
-            let base = rows.start;
-            forward_rows(pat, l, r, rows, ys, base);
-            true
-        });
-        forward_rows(pat, l, r, sep..n, &mut y[..], 0);
-        // x = D⁻¹ y − Lᵀ x, rows descending.
-        let (interior, separator) = y.split_at_mut(sep);
-        backward_rows(pat, lt, d_inv, sep..n, (separator, sep), (&[], n));
-        let separator = &*separator;
-        pat.run_parts(0..pat.num_parts(), interior, &|p, ys: &mut [Vec3A]| {
-            let rows = pat.part_rows(p);
-            let base = rows.start;
-            backward_rows(pat, lt, d_inv, rows, (ys, base), (separator, sep));
-            true
-        });
-        let (y, iperm) = (&y[..], &pat.iperm);
-        reduce::sum_chunks_mut(out, |first, chunk: &mut [Vec3]| {
-            let mut acc = 0.0;
-            for (k, o) in chunk.iter_mut().enumerate() {
-                let i = first + k;
-                let (x, part) = finish(i, y[iperm[i] as usize].into());
-                *o = x;
-                acc += part;
-            }
-            acc
-        })
+        self.sweep(Plain { r, finish: &finish }, out)
     }
-}
 
-impl IncompleteBlockLdl {
-    /// `out = P⁻¹ r` for a factor in the natural order (one part), with `r_i = rhs(i)` read
-    /// once, in ascending `i`, by the forward solve: the caller's vector update that produces
-    /// `r` runs inside the sweep instead of in a pass of its own. Two sequential sweeps over
-    /// `L`: the forward solve `(I + L) y = r` with `w = D⁻¹ y`, then the backward solve
-    /// `(I + L)ᵀ x = w` column by column, each solved `x_i` scattered from row `i` of `L`
-    /// (`w_c −= L_icᵀ x_i`, `i` descending), so `Lᵀ` is never formed. Every `w_c` receives its
-    /// terms in the order of the row-oriented gather (`i` descending), so the bits are those
-    /// of [`IncompleteBlockLdl::apply`] in any order of parts. Allocates nothing.
+    /// `out = P⁻¹ r` with `r_i = sweep.rhs(i)` read once a row by the forward solve, and `out_i`
+    /// the first value of `sweep.finish(i, (P⁻¹ r)_i)`; returns the sum of the second values.
+    /// The caller's work on a row (an update that produces `r_i`, a filter and a product of
+    /// the result) thus runs inside the solves instead of in passes of its own (module doc,
+    /// "Parallel solves").
+    ///
+    /// In the natural order: the forward solve rows ascending, then the backward solve rows
+    /// descending, the sum in that order. In two parts: the forward solves of the parts in
+    /// parallel (part 0 ascending, part 1 descending) and of the separator; the backward solve
+    /// of the separator; then the backward solves of the parts in parallel; the sum is the
+    /// separator's, plus part 0's, plus part 1's. `sweep` is split at the natural rows `a` and
+    /// `b` ([`Sweep::split_at`]), one piece a range. Allocates nothing.
     ///
     /// # Panics
-    /// If the factor has more than one part, or `out` does not have `num_rows()` entries.
-    pub fn apply_in_order(&mut self, sweep: &mut impl Sweep, out: &mut [Vec3]) {
+    /// If `out` does not have `num_rows()` entries.
+    pub fn sweep<S: Sweep>(&mut self, sweep: S, out: &mut [Vec3]) -> f64 {
         let n = self.num_rows();
-        assert!(
-            self.num_parts() == 1 && out.len() == n,
-            "IncompleteBlockLdl::apply_in_order: one part and num_rows() entries"
-        );
+        assert_eq!(out.len(), n, "IncompleteBlockLdl::sweep: wrong length");
         let IncompleteBlockLdl {
             pat, l, d_inv, y, ..
         } = self;
-        let (offsets, cols) = (&pat.offsets[..], &pat.cols[..]);
-        for i in 0..n {
-            let mut acc = Vec3A::from(sweep.rhs(i));
-            let row = offsets[i] as usize..offsets[i + 1] as usize;
-            for (lb, &c) in l[row.clone()].iter().zip(&cols[row]) {
-                acc -= *lb * y[c as usize];
-            }
-            y[i] = acc;
-            out[i] = (d_inv[i] * acc).into();
+        let ldl = Solves {
+            pat,
+            l,
+            d_inv: &d_inv[..],
+        };
+        let y = &mut y[..];
+        if pat.num_parts() == 1 {
+            let mut sweep = sweep;
+            ldl.forward(0..n, &mut sweep, (y, out), 0);
+            return ldl.backward(0..n, &mut sweep, out, 0);
         }
-        for i in (0..n).rev() {
-            let xi = Vec3A::from(out[i]);
-            let row = offsets[i] as usize..offsets[i + 1] as usize;
-            for (lb, &c) in l[row.clone()].iter().zip(&cols[row]) {
-                let w = &mut out[c as usize];
-                *w = (Vec3A::from(*w) - lb.transpose() * xi).into();
-            }
-            out[i] = sweep.finish(i, xi.into());
+        let (a, b) = pat.natural;
+        let (mut s0, rest) = sweep.split_at(a);
+        let (mut separator, mut s1) = rest.split_at(b);
+        let sep = pat.separator_start();
+        {
+            let (y0, y_rest) = y.split_at_mut(a);
+            let y1 = &mut y_rest[b - a..];
+            let (o0, o_rest) = out.split_at_mut(a);
+            let o1 = &mut o_rest[b - a..];
+            let (rows0, rows1) = (pat.part_rows(0), pat.part_rows(1));
+            join(
+                || ldl.forward(rows0, &mut s0, (y0, o0), 0),
+                || ldl.forward(rows1, &mut s1, (y1, o1), b),
+            );
         }
+        ldl.forward(sep..n, &mut separator, (y, out), 0);
+        let dot = ldl.backward(sep..n, &mut separator, out, 0);
+        let (o0, o_rest) = out.split_at_mut(a);
+        let o1 = &mut o_rest[b - a..];
+        let (rows0, rows1) = (pat.part_rows(0), pat.part_rows(1));
+        let (dot0, dot1) = join(
+            || ldl.backward(rows0, &mut s0, o0, 0),
+            || ldl.backward(rows1, &mut s1, o1, b),
+        );
+        dot + dot0 + dot1
     }
 }
 
-/// What [`IncompleteBlockLdl::apply_in_order`] reads and writes around its two sweeps.
-pub trait Sweep {
-    /// Row `i` of the right-hand side, asked once, in ascending `i`, by the forward sweep.
-    fn rhs(&mut self, i: usize) -> Vec3;
-    /// What to store as row `i` of the output, given `(P⁻¹ r)_i`; called once, in
-    /// descending `i`, by the backward sweep, after row `i` has been used.
-    fn finish(&mut self, i: usize, x: Vec3) -> Vec3;
+/// What [`IncompleteBlockLdl::sweep`] reads and writes around its two solves, by rows of `A`.
+pub trait Sweep: Send + Sized {
+    /// Row `v` of the right-hand side, asked once, by the forward solve.
+    fn rhs(&mut self, v: usize) -> Vec3;
+    /// What to store as row `v` of the output given `(P⁻¹ r)_v`, and a term of the returned
+    /// sum; called once, by the backward solve, after row `v` has been used.
+    fn finish(&mut self, v: usize, x: Vec3) -> (Vec3, f64);
+    /// The rows before `v` and the rows from `v` on, each asked only about its own rows.
+    #[must_use]
+    fn split_at(self, v: usize) -> (Self, Self);
+}
+
+/// The factor as the solves read it.
+struct Solves<'a> {
+    pat: &'a FactorPattern,
+    l: &'a [Mat3A],
+    d_inv: &'a [Mat3A],
+}
+
+impl Solves<'_> {
+    /// `y_v = r_v − Σ_c L_ic y_c` and `w_v = D_i⁻¹ y_v` (`v = perm[i]`) for the factor rows
+    /// `rows`, ascending; `y` and `w` hold the rows of `A` from `base` on.
+    fn forward(
+        &self,
+        rows: Range<usize>,
+        sweep: &mut impl Sweep,
+        (y, w): (&mut [Vec3A], &mut [Vec3]),
+        base: usize,
+    ) {
+        let pat = self.pat;
+        for i in rows {
+            let v = pat.perm[i] as usize;
+            let mut acc = Vec3A::from(sweep.rhs(v));
+            let row = pat.lower(i);
+            for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
+                acc -= *lb * y[c as usize - base];
+            }
+            y[v - base] = acc;
+            w[v - base] = (self.d_inv[i] * acc).into();
+        }
+    }
+
+    /// The backward solve `(I + L)ᵀ x = w` for the factor rows `rows`, descending: `x_v = w_v`,
+    /// then `w_c −= L_icᵀ x_v` for the row's blocks, then `w_v` becomes
+    /// `sweep.finish(v, x_v).0`; returns the sum of the `.1`, in that order. `w` holds the
+    /// rows of `A` from `base` on.
+    fn backward(
+        &self,
+        rows: Range<usize>,
+        sweep: &mut impl Sweep,
+        w: &mut [Vec3],
+        base: usize,
+    ) -> f64 {
+        let pat = self.pat;
+        let mut sum = 0.0;
+        for i in rows.rev() {
+            let v = pat.perm[i] as usize;
+            let xi = Vec3A::from(w[v - base]);
+            let row = pat.lower(i);
+            for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
+                let wc = &mut w[c as usize - base];
+                *wc = (Vec3A::from(*wc) - lb.transpose() * xi).into();
+            }
+            let (x, term) = sweep.finish(v, xi.into());
+            w[v - base] = x;
+            sum += term;
+        }
+        sum
+    }
 }
 
 /// IC(0) of the rows `rows` (module doc), `F_ik`, `L_ik` and `D_i` up-looking. `s` holds the
@@ -873,51 +815,6 @@ fn ic0_rows(
     true
 }
 
-/// `y_i = r_{perm i} − Σ_{c<i} L_ic y_c` for the rows `rows`; `y` holds the rows from `base`
-/// on (a part's own rows, or all rows for the separator).
-fn forward_rows(
-    pat: &FactorPattern,
-    l: &[Mat3A],
-    r: &[Vec3],
-    rows: Range<usize>,
-    y: &mut [Vec3A],
-    base: usize,
-) {
-    for i in rows {
-        let mut acc = Vec3A::from(r[pat.perm[i] as usize]);
-        for t in pat.lower(i) {
-            acc -= l[t] * y[pat.cols[t] as usize - base];
-        }
-        y[i - base] = acc;
-    }
-}
-
-/// `x_c = D_c⁻¹ y_c − Σ_{i>c} L_icᵀ x_i` (i descending) for the rows `rows`, descending. `y`
-/// holds the rows from `base` on: a part's own rows, with the solved separator in
-/// `separator` (its rows from `sep` on), or the separator itself (`separator` empty).
-fn backward_rows(
-    pat: &FactorPattern,
-    lt: &[Mat3A],
-    d_inv: &[Mat3A],
-    rows: Range<usize>,
-    (y, base): (&mut [Vec3A], usize),
-    (separator, sep): (&[Vec3A], usize),
-) {
-    for c in rows.rev() {
-        let mut x = d_inv[c] * y[c - base];
-        for u in pat.upper(c) {
-            let i = pat.upper_rows[u] as usize;
-            let xi = if i >= sep {
-                separator[i - sep]
-            } else {
-                y[i - base]
-            };
-            x -= lt[u] * xi;
-        }
-        y[c - base] = x;
-    }
-}
-
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
 /// [`invert_diagonal_block`]'s rule 1 relative to `scale`; `None` on a breakdown.
 fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
@@ -948,17 +845,24 @@ fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
     inv.is_finite().then_some(inv)
 }
 
-/// The plain right-hand side, output unchanged.
-struct Plain<'a>(&'a [Vec3]);
+/// A given right-hand side and a per-row finish ([`IncompleteBlockLdl::apply_then`]).
+struct Plain<'a, F> {
+    r: &'a [Vec3],
+    finish: &'a F,
+}
 
-impl Sweep for Plain<'_> {
+impl<F: Fn(usize, Vec3) -> (Vec3, f64) + Sync> Sweep for Plain<'_, F> {
     #[inline]
-    fn rhs(&mut self, i: usize) -> Vec3 {
-        self.0[i]
+    fn rhs(&mut self, v: usize) -> Vec3 {
+        self.r[v]
     }
     #[inline]
-    fn finish(&mut self, _: usize, x: Vec3) -> Vec3 {
-        x
+    fn finish(&mut self, v: usize, x: Vec3) -> (Vec3, f64) {
+        (self.finish)(v, x)
+    }
+    fn split_at(self, _: usize) -> (Self, Self) {
+        let Plain { r, finish } = self;
+        (Plain { r, finish }, Plain { r, finish })
     }
 }
 
@@ -966,6 +870,7 @@ impl Sweep for Plain<'_> {
 mod tests {
     use super::*;
     use crate::linalg::block_csr::tests::{Rng, in_pool, random_spd};
+    use crate::linalg::reduce::dot_f64;
 
     /// `random_spd` with no extra pairs is a chain: its block IC(0) has no fill-in.
     fn chain_spd(n: usize, seed: u64) -> BlockCsr {
@@ -991,10 +896,12 @@ mod tests {
     }
 
     /// IC(0) with a dense scratch row indexed by column, every `j < k` of row `k` taken (the
-    /// products with blocks off row `i`'s pattern are zero): the reference for the symbolic
-    /// update lists. Natural order, no shift; returns `L` and `D⁻¹`.
-    fn dense_scratch_ic0(a: &BlockCsr, f: &[Filter]) -> (Vec<Mat3A>, Vec<Mat3A>) {
-        let pat = FactorPattern::new(a.pattern(), 1);
+    /// products with blocks off row `i`'s pattern are zero), row after row on one thread: the
+    /// reference for the symbolic update lists and for the parts factored in parallel. No
+    /// shift; returns `L` and `D⁻¹` in the factor's order.
+    fn dense_scratch_ic0(a: &BlockCsr, f: &[Filter], two_parts: bool) -> (Vec<Mat3A>, Vec<Mat3A>) {
+        let pat = FactorPattern::new(a.pattern(), two_parts);
+        let f: Vec<Filter> = pat.perm.iter().map(|&v| f[v as usize]).collect();
         let n = pat.num_rows();
         let mut l = vec![Mat3A::ZERO; pat.cols.len()];
         let mut d_inv = vec![Mat3A::ZERO; n];
@@ -1039,60 +946,101 @@ mod tests {
             let a = random_spd(n, 3, 300 + seed);
             let mut rng = Rng::new(400 + seed);
             let f = filters(n, &mut rng);
-            let mut ldl = IncompleteBlockLdl::new(a.pattern());
+            let mut ldl = IncompleteBlockLdl::natural(a.pattern());
             let outcome = ldl.factor(&a, &f, Preconditioner::BlockIc0);
             assert_eq!(outcome, FactorOutcome::Factored { shift: 0.0 });
-            let (l, d_inv) = dense_scratch_ic0(&a, &f);
+            let (l, d_inv) = dense_scratch_ic0(&a, &f, false);
             // `==` on the entries: the same values (a skipped zero product can only flip the
             // sign of a zero).
             assert_eq!(ldl.l, l, "seed {seed}");
             assert_eq!(ldl.d_inv, d_inv, "seed {seed}");
         }
         // On a cloth grid most of the dense loop's products are with zero blocks.
-        let pat = FactorPattern::new(&grid_pattern(65), 1);
+        let pat = FactorPattern::new(&grid_pattern(65), false);
         let dense: usize = pat.cols.iter().map(|&k| pat.lower(k as usize).len()).sum();
         let kept = pat.updates.len();
         assert!(3 * kept < dense, "{kept} of {dense} products kept");
     }
 
-    /// The sweeps ask for each right-hand-side row once, ascending, and hand each solved row
-    /// back once, descending, after it has been used; the result is that of `apply`.
+    /// A sweep that records which rows it is asked about, and checks that each piece is asked
+    /// only about its own rows.
+    struct Recorder<'a> {
+        r: &'a [Vec3],
+        rows: Range<usize>,
+        log: &'a std::sync::Mutex<Vec<(bool, usize)>>,
+    }
+
+    impl Sweep for Recorder<'_> {
+        fn rhs(&mut self, v: usize) -> Vec3 {
+            assert!(self.rows.contains(&v), "row {v} outside {:?}", self.rows);
+            self.log.lock().expect("no panic holds it").push((false, v));
+            self.r[v]
+        }
+        fn finish(&mut self, v: usize, x: Vec3) -> (Vec3, f64) {
+            assert!(self.rows.contains(&v), "row {v} outside {:?}", self.rows);
+            self.log.lock().expect("no panic holds it").push((true, v));
+            (x * 2.0, 1.0)
+        }
+        fn split_at(self, v: usize) -> (Self, Self) {
+            let Recorder { r, rows, log } = self;
+            (
+                Recorder {
+                    r,
+                    rows: rows.start..v,
+                    log,
+                },
+                Recorder {
+                    r,
+                    rows: v..rows.end,
+                    log,
+                },
+            )
+        }
+    }
+
+    /// The solves ask for each right-hand-side row once and hand each solved row back once,
+    /// after every row has been asked for, each piece of the sweep only its own rows; in the
+    /// natural order ascending, then descending. The result is that of `apply`.
     #[test]
-    fn apply_in_order_reads_and_finishes_each_row_once_in_order() {
-        struct Recorder<'a> {
-            r: &'a [Vec3],
-            asked: Vec<usize>,
-            finished: Vec<usize>,
-        }
-        impl Sweep for Recorder<'_> {
-            fn rhs(&mut self, i: usize) -> Vec3 {
-                self.asked.push(i);
-                self.r[i]
-            }
-            fn finish(&mut self, i: usize, x: Vec3) -> Vec3 {
-                self.finished.push(i);
-                x * 2.0
-            }
-        }
-        let n = 50;
-        let a = random_spd(n, 3, 77);
+    fn sweep_reads_and_finishes_each_row_once() {
+        let side = 12;
+        let n = side * side;
+        let a = grid_spd(side as u32, 77);
         let mut rng = Rng::new(78);
         let f = filters(n, &mut rng);
         let r: Vec<Vec3> = (0..n).map(|_| rng.vec3()).collect();
-        let mut ldl = IncompleteBlockLdl::new(a.pattern());
-        ldl.factor(&a, &f, Preconditioner::BlockIc0);
-        let mut plain = vec![Vec3::ZERO; n];
-        ldl.apply(&r, &mut plain);
-        let mut rec = Recorder {
-            r: &r,
-            asked: Vec::new(),
-            finished: Vec::new(),
-        };
-        let mut out = vec![Vec3::ZERO; n];
-        ldl.apply_in_order(&mut rec, &mut out);
-        assert_eq!(rec.asked, (0..n).collect::<Vec<_>>());
-        assert_eq!(rec.finished, (0..n).rev().collect::<Vec<_>>());
-        assert!(out.iter().zip(&plain).all(|(o, p)| *o == *p * 2.0));
+        for mut ldl in [
+            IncompleteBlockLdl::natural(a.pattern()),
+            IncompleteBlockLdl::in_two_parts(a.pattern()),
+        ] {
+            ldl.factor(&a, &f, Preconditioner::BlockIc0);
+            let mut plain = vec![Vec3::ZERO; n];
+            ldl.apply(&r, &mut plain);
+            let log = std::sync::Mutex::new(Vec::new());
+            let rec = Recorder {
+                r: &r,
+                rows: 0..n,
+                log: &log,
+            };
+            let mut out = vec![Vec3::ZERO; n];
+            let sum = ldl.sweep(rec, &mut out);
+            assert_eq!(sum, n as f64);
+            let log = log.into_inner().expect("no panic holds it");
+            let asked: Vec<usize> = log.iter().filter(|e| !e.0).map(|e| e.1).collect();
+            let finished: Vec<usize> = log.iter().filter(|e| e.0).map(|e| e.1).collect();
+            // Every row is asked for before any is finished (the forward solve ends first).
+            assert!(log[..n].iter().all(|e| !e.0));
+            if ldl.num_parts() == 1 {
+                assert_eq!(asked, (0..n).collect::<Vec<_>>());
+                assert_eq!(finished, (0..n).rev().collect::<Vec<_>>());
+            } else {
+                for mut rows in [asked, finished] {
+                    rows.sort_unstable();
+                    assert_eq!(rows, (0..n).collect::<Vec<_>>());
+                }
+            }
+            assert!(out.iter().zip(&plain).all(|(o, p)| *o == *p * 2.0));
+        }
     }
 
     #[test]
@@ -1101,7 +1049,7 @@ mod tests {
         let a = chain_spd(n, 5);
         let mut rng = Rng::new(6);
         let f = filters(n, &mut rng);
-        let mut ldl = IncompleteBlockLdl::new(a.pattern());
+        let mut ldl = IncompleteBlockLdl::natural(a.pattern());
         assert_eq!(ldl.num_lower_blocks(), n - 1);
         let outcome = ldl.factor(&a, &f, Preconditioner::BlockIc0);
         assert_eq!(outcome, FactorOutcome::Factored { shift: 0.0 });
@@ -1163,8 +1111,12 @@ mod tests {
         let n = 30;
         let a = random_spd(n, 2, 17);
         let m = 3 * n;
-        for parts in [1, 3] {
-            let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), parts);
+        for parts in [1, 2] {
+            let mut ldl = if parts == 1 {
+                IncompleteBlockLdl::natural(a.pattern())
+            } else {
+                IncompleteBlockLdl::in_two_parts(a.pattern())
+            };
             assert_eq!(ldl.num_parts(), parts);
             assert_eq!(
                 ldl.factor_unfiltered(&a, Preconditioner::BlockIc0),
@@ -1222,65 +1174,133 @@ mod tests {
         BlockPattern::from_pairs((side * side) as usize, pairs)
     }
 
-    #[test]
-    fn parts_follow_the_size_and_keep_the_separator_small() {
-        // The solver's factor: one part, the natural order, at any size.
-        for side in [33, 101] {
-            let ldl = IncompleteBlockLdl::new(&grid_pattern(side));
-            assert_eq!((ldl.num_parts(), ldl.num_separator_rows()), (1, 0));
+    /// An SPD matrix on [`grid_pattern`], built like `random_spd`: a mass on the diagonal and
+    /// a spring block on every pair.
+    fn grid_spd(side: u32, seed: u64) -> BlockCsr {
+        let pattern = std::sync::Arc::new(grid_pattern(side));
+        let n = pattern.num_rows();
+        let mut rng = Rng::new(seed);
+        let mut a = BlockCsr::new(pattern.clone());
+        for i in 0..n {
+            let m = 1.0 + rng.unit().abs();
+            a.add(pattern.diag_slot(i), Mat3::from_diagonal(Vec3::splat(m)));
         }
-        // Below the parallel threshold the suggestion is one part too.
-        assert_eq!(suggested_parts(&grid_pattern(33)), 1);
-        for side in [65, 101, 129] {
-            let pattern = grid_pattern(side);
-            let ldl = IncompleteBlockLdl::with_parts(&pattern, suggested_parts(&pattern));
-            let n = (side * side) as usize;
-            assert_eq!(
-                ldl.num_parts(),
-                (n / PART_ROWS).clamp(2, MAX_PARTS),
-                "side {side}"
-            );
-            // About two grid rows a boundary (one more vertex where it falls inside a row).
-            let boundaries = ldl.num_parts() - 1;
-            let sep = ldl.num_separator_rows();
-            assert!(
-                (2 * side as usize * boundaries..=(2 * side as usize + 1) * boundaries)
-                    .contains(&sep),
-                "side {side}: {sep}"
-            );
+        for i in 0..n {
+            for &j in pattern.row_cols(i) {
+                let j = j as usize;
+                if j <= i {
+                    continue;
+                }
+                let d = rng.vec3().normalize_or(Vec3::X);
+                let k = 20.0 * (1.0 + rng.unit());
+                let kb = k * (Mat3::from_cols(d * d.x, d * d.y, d * d.z) + Mat3::IDENTITY * 0.1);
+                let slot = |r: usize, c: usize| pattern.slot(r as u32, c as u32).expect("a pair");
+                a.add(pattern.diag_slot(i), kb);
+                a.add(pattern.diag_slot(j), kb);
+                a.add(slot(i, j), -kb);
+                a.add(slot(j, i), -kb);
+            }
         }
-        // Random couplings across the whole range: no partition keeps a small separator.
-        let a = random_spd(5000, 2, 3);
-        assert_eq!(suggested_parts(a.pattern()), 1);
+        a
     }
 
     #[test]
-    fn factor_and_apply_bits_independent_of_thread_count() {
-        let n = 20_000;
-        let a = random_spd(n, 2, 41);
+    fn two_parts_follow_the_size_and_keep_the_separator_small() {
+        // Below the threshold: the natural order.
+        let small = grid_pattern(31);
+        assert!(small.num_rows() < TWO_PART_MIN_ROWS);
+        let ldl = IncompleteBlockLdl::new(&small);
+        assert_eq!((ldl.num_parts(), ldl.num_separator_rows()), (1, 0));
+        for side in [33, 65, 101] {
+            let pattern = grid_pattern(side);
+            let ldl = IncompleteBlockLdl::new(&pattern);
+            assert_eq!(ldl.num_parts(), 2, "side {side}");
+            // About two grid rows (the wing pairs' reach), wherever the middle falls in a row.
+            let sep = ldl.num_separator_rows();
+            let side = side as usize;
+            assert!(
+                (2 * side..=2 * side + 2).contains(&sep),
+                "side {side}: {sep}"
+            );
+            // The natural ranges: part 0, the separator, part 1, meeting at the middle.
+            let (a, b) = ldl.pat.natural;
+            assert_eq!((b - a, b), (sep, pattern.num_rows() / 2));
+            assert_eq!(ldl.pat.part_start[1] as usize, a);
+        }
+        // Random couplings across the whole range: the separator would be most of a half.
+        let a = random_spd(5000, 2, 3);
+        assert!(!uses_two_parts(a.pattern()));
+        assert_eq!(IncompleteBlockLdl::new(a.pattern()).num_parts(), 1);
+    }
+
+    /// The forward and backward solves in the factor's order, row after row on one thread,
+    /// with the backward sum taken separator first (rows descending), then part 0, then part
+    /// 1, each descending: the reference for the parallel solves. Returns `P⁻¹ r` by rows of
+    /// `A` and `Σ r · P⁻¹ r`.
+    fn sequential_solves(ldl: &IncompleteBlockLdl, r: &[Vec3]) -> (Vec<Vec3>, f64) {
+        let pat = &ldl.pat;
+        let n = pat.num_rows();
+        let mut y = vec![Vec3A::ZERO; n];
+        let mut w = vec![Vec3::ZERO; n];
+        for i in 0..n {
+            let mut acc = Vec3A::from(r[pat.perm[i] as usize]);
+            for t in pat.lower(i) {
+                acc -= ldl.l[t] * y[pat.cols[t] as usize];
+            }
+            y[i] = acc;
+            w[i] = (ldl.d_inv[i] * acc).into();
+        }
+        // sums[0]: the separator's; sums[1 + p]: part p's.
+        let mut sums = vec![0.0f64; pat.num_parts() + 1];
+        for i in (0..n).rev() {
+            let xi = Vec3A::from(w[i]);
+            for t in pat.lower(i) {
+                let c = pat.cols[t] as usize;
+                w[c] = (Vec3A::from(w[c]) - ldl.l[t].transpose() * xi).into();
+            }
+            let range = (0..pat.num_parts())
+                .find(|&p| pat.part_rows(p).contains(&i))
+                .map_or(0, |p| p + 1);
+            sums[range] += dot_f64(r[pat.perm[i] as usize], w[i]);
+        }
+        let mut out = vec![Vec3::ZERO; n];
+        for i in 0..n {
+            out[pat.perm[i] as usize] = w[i];
+        }
+        (out, sums.iter().sum())
+    }
+
+    fn bits(v: &[Vec3]) -> Vec<[u32; 3]> {
+        v.iter().map(|x| x.to_array().map(f32::to_bits)).collect()
+    }
+
+    /// The two parts factored and solved in parallel give the bits of the same factor and
+    /// solves run row after row on one thread, at 1, 2 and 4 threads.
+    #[test]
+    fn parallel_parts_equal_the_sequential_reference_bit_for_bit() {
+        let side = 48;
+        let n = (side * side) as usize;
+        let a = grid_spd(side, 41);
         let mut rng = Rng::new(42);
         let f = filters(n, &mut rng);
         let r: Vec<Vec3> = (0..n).map(|_| rng.vec3()).collect();
-        let run = |threads| {
-            in_pool(threads, || {
-                let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), 5);
+        let (l_ref, d_ref) = dense_scratch_ic0(&a, &f, true);
+        for threads in [1, 2, 4] {
+            let (ldl, out, sum) = in_pool(threads, || {
+                let mut ldl = IncompleteBlockLdl::new(a.pattern());
                 let outcome = ldl.factor(&a, &f, Preconditioner::BlockIc0);
+                assert_eq!(outcome, FactorOutcome::Factored { shift: 0.0 });
                 let mut out = vec![Vec3::ZERO; n];
-                ldl.apply(&r, &mut out);
-                (outcome, out)
-            })
-        };
-        let (outcome, one) = run(1);
-        assert!(matches!(outcome, FactorOutcome::Factored { .. }));
-        for threads in [2, 4] {
-            let (o, many) = run(threads);
-            assert_eq!(o, outcome);
-            assert!(
-                one.iter()
-                    .zip(&many)
-                    .all(|(x, y)| x.to_array().map(f32::to_bits) == y.to_array().map(f32::to_bits)),
-                "{threads} threads"
-            );
+                let sum = ldl.apply_then(&r, &mut out, |v, x| (x, dot_f64(r[v], x)));
+                (ldl, out, sum)
+            });
+            assert_eq!(ldl.num_parts(), 2);
+            assert!(ldl.num_separator_rows() < n / 8);
+            assert_eq!(ldl.l, l_ref, "{threads} threads");
+            assert_eq!(ldl.d_inv, d_ref, "{threads} threads");
+            let (out_ref, sum_ref) = sequential_solves(&ldl, &r);
+            assert_eq!(bits(&out), bits(&out_ref), "{threads} threads");
+            assert_eq!(sum.to_bits(), sum_ref.to_bits(), "{threads} threads");
         }
     }
 
@@ -1289,14 +1309,18 @@ mod tests {
         for (kind, parts) in [
             (Preconditioner::BlockSgs, 1),
             (Preconditioner::BlockIc0, 1),
-            (Preconditioner::BlockSgs, 3),
-            (Preconditioner::BlockIc0, 3),
+            (Preconditioner::BlockSgs, 2),
+            (Preconditioner::BlockIc0, 2),
         ] {
             let n = 30;
             let a = random_spd(n, 3, 21);
             let mut rng = Rng::new(22);
             let f = filters(n, &mut rng);
-            let mut ldl = IncompleteBlockLdl::with_parts(a.pattern(), parts);
+            let mut ldl = if parts == 1 {
+                IncompleteBlockLdl::natural(a.pattern())
+            } else {
+                IncompleteBlockLdl::in_two_parts(a.pattern())
+            };
             assert!(matches!(
                 ldl.factor(&a, &f, kind),
                 FactorOutcome::Factored { .. }

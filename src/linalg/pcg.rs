@@ -32,11 +32,12 @@
 //! `q = S A c` fused with `c · q`; the `dv`, `r` updates fused with `s = S P⁻¹ r` and `r · s`;
 //! and the new direction `c = S (s + β c)` (on the calling thread below
 //! `SERIAL_VECTOR_ROWS` rows). With block Jacobi the second pass is one chunked loop. With
-//! the incomplete factor in the natural order it is the factor's two sequential sweeps
-//! ([`IncompleteBlockLdl::apply_in_order`]): the forward sweep reads `r_i` right after
-//! updating `dv_i` and `r_i`, and the backward sweep filters each `s_i` and adds `r_i · s_i`
-//! as soon as it is solved, rows descending, in one `f64` sum (a fixed order, the same for
-//! any thread count). Nothing allocates once the workspace exists.
+//! the incomplete factor it is the factor's two triangular solves
+//! ([`IncompleteBlockLdl::sweep`]; in two parts and a separator on larger cloths, the parts in
+//! parallel): the forward solve reads `r_i` right after updating `dv_i` and `r_i`, and the
+//! backward solve filters each `s_i` and adds `r_i · s_i` as soon as it is solved, in one
+//! `f64` sum per range of rows added in a fixed order (the same for any thread count).
+//! Nothing allocates once the workspace exists.
 //!
 //! Departure from the §2.8 pseudocode: `s` is filtered (`s = S P⁻¹ r`, so
 //! `d = r · S P⁻¹ S r`). In exact arithmetic `r ∈ range(S)` and nothing changes; in `f32`, `r`
@@ -634,34 +635,50 @@ fn precondition_pass<F: FilterSet>(
     })
 }
 
-/// The CG update `dv += α c`, `r −= α q` as the forward sweep's right-hand side, and
-/// `s = S P⁻¹ r` with `r · s` (summed in the backward sweep's order, rows descending).
+/// The CG update `dv += α c`, `r −= α q` as the forward solve's right-hand side, and
+/// `s = S P⁻¹ r` with the terms of `r · s` from the backward solve
+/// ([`IncompleteBlockLdl::sweep`]). `dv` and `r` hold the rows from `base` on.
 struct UpdateSweep<'a, F: FilterSet> {
+    base: usize,
     alpha: f32,
     c: &'a [Vec3],
     q: &'a [Vec3],
     dv: &'a mut [Vec3],
     r: &'a mut [Vec3],
     filters: &'a F,
-    dot: f64,
 }
 
 impl<F: FilterSet> super::block_ldl::Sweep for UpdateSweep<'_, F> {
     #[inline]
-    fn rhs(&mut self, i: usize) -> Vec3 {
-        self.dv[i] += self.c[i] * self.alpha;
-        self.r[i] -= self.q[i] * self.alpha;
-        self.r[i]
+    fn rhs(&mut self, v: usize) -> Vec3 {
+        let k = v - self.base;
+        self.dv[k] += self.c[v] * self.alpha;
+        self.r[k] -= self.q[v] * self.alpha;
+        self.r[k]
     }
     #[inline]
-    fn finish(&mut self, i: usize, x: Vec3) -> Vec3 {
+    fn finish(&mut self, v: usize, x: Vec3) -> (Vec3, f64) {
         let s = if F::ALL_FREE {
             x
         } else {
-            self.filters.get(i).apply(x)
+            self.filters.get(v).apply(x)
         };
-        self.dot += dot_f64(self.r[i], s);
-        s
+        (s, dot_f64(self.r[v - self.base], s))
+    }
+    fn split_at(self, v: usize) -> (Self, Self) {
+        let k = v - self.base;
+        let (dv0, dv1) = self.dv.split_at_mut(k);
+        let (r0, r1) = self.r.split_at_mut(k);
+        let piece = |base, dv, r| UpdateSweep {
+            base,
+            alpha: self.alpha,
+            c: self.c,
+            q: self.q,
+            dv,
+            r,
+            filters: self.filters,
+        };
+        (piece(self.base, dv0, r0), piece(v, dv1, r1))
     }
 }
 
@@ -742,32 +759,18 @@ fn update_pass<F: FilterSet>(
                 acc
             },
         ),
-        Pre::Factor(factor) if factor.num_parts() == 1 => {
-            // The update inside the forward sweep, the filter and r · s inside the backward.
-            let mut sweep = UpdateSweep {
+        Pre::Factor(factor) => {
+            // The update inside the forward solve, the filter and r · s inside the backward.
+            let sweep = UpdateSweep {
+                base: 0,
                 alpha,
                 c,
                 q,
                 dv,
                 r,
                 filters,
-                dot: 0.0,
             };
-            factor.apply_in_order(&mut sweep, s);
-            sweep.dot
-        }
-        Pre::Factor(factor) => {
-            reduce::for_each_chunk(
-                (dv, &mut *r),
-                |first, (dvc, rc): (&mut [Vec3], &mut [Vec3])| {
-                    for (k, (d, ri)) in dvc.iter_mut().zip(rc.iter_mut()).enumerate() {
-                        let i = first + k;
-                        *d += c[i] * alpha;
-                        *ri -= q[i] * alpha;
-                    }
-                },
-            );
-            precondition_pass(factor, filters, r, s)
+            factor.sweep(sweep, s)
         }
     }
 }
@@ -1057,6 +1060,45 @@ mod tests {
                 it_kind < it_jacobi,
                 "{kind:?}: {it_kind} vs block Jacobi {it_jacobi}"
             );
+        }
+    }
+
+    /// A workspace whose factor is in two parts and a separator, whatever their sizes.
+    fn workspace_in_two_parts(pattern: &BlockPattern, kind: Preconditioner) -> PcgWorkspace {
+        let mut ws = PcgWorkspace::with_preconditioner(pattern, kind);
+        ws.factor = Some(IncompleteBlockLdl::in_two_parts(pattern));
+        ws
+    }
+
+    #[test]
+    fn factors_in_two_parts_match_reduced_direct_solve() {
+        for kind in FACTORED {
+            for seed in 0..32u64 {
+                let n = 8 + (seed as usize * 7) % 40;
+                // A chain with a few long couplings: both parts and the separator non-empty.
+                let a = random_spd(n, seed as usize % 2, 3000 + seed);
+                let mut rng = Rng::new(400 + seed);
+                let filters = random_filters(n, &mut rng);
+                let z = random_z(&filters, &mut rng);
+                let b = random_rhs(n, &mut rng);
+                let mut ws = workspace_in_two_parts(a.pattern(), kind);
+                let ldl = ws.factor.as_ref().expect("a factored workspace");
+                assert_eq!(ldl.num_parts(), 2);
+                assert!(ldl.num_separator_rows() > 0 && ldl.num_separator_rows() < n);
+                let mut dv: Vec<Vec3> = (0..n).map(|_| rng.vec3()).collect();
+                let s = settings(1000, 1e-6);
+                let report =
+                    solve_filtered_pcg(&a, &b, &z, &filters, &s, &mut ws, &mut dv, &mut never);
+                assert!(report.converged, "{kind:?} seed {seed}: {report:?}");
+                assert!(!report.preconditioner_fallback && report.preconditioner_shift == 0.0);
+                assert_constrained_exact(&dv, &z, &filters);
+                let reference = reduced_direct_solve(&a, &b, &z, &filters);
+                let (err, scale) = max_abs_diff(&dv, &reference);
+                assert!(
+                    err <= 5e-4 * scale,
+                    "{kind:?} seed {seed}: error {err} at scale {scale}"
+                );
+            }
         }
     }
 
@@ -1537,10 +1579,18 @@ mod tests {
         let filters = random_filters(n, &mut rng);
         let z = random_z(&filters, &mut rng);
         let b = random_rhs(n, &mut rng);
-        for kind in [Preconditioner::BlockJacobi, Preconditioner::BlockIc0] {
+        for (kind, two_parts) in [
+            (Preconditioner::BlockJacobi, false),
+            (Preconditioner::BlockIc0, false),
+            (Preconditioner::BlockIc0, true),
+        ] {
             let run = |threads| {
                 in_pool(threads, || {
-                    let mut ws = PcgWorkspace::with_preconditioner(a.pattern(), kind);
+                    let mut ws = if two_parts {
+                        workspace_in_two_parts(a.pattern(), kind)
+                    } else {
+                        PcgWorkspace::with_preconditioner(a.pattern(), kind)
+                    };
                     let mut dv = vec![Vec3::ZERO; n];
                     let report = solve_filtered_pcg(
                         &a,
@@ -1556,18 +1606,21 @@ mod tests {
                 })
             };
             let (dv1, r1) = run(1);
-            let (dv4, r4) = run(4);
             assert!(r1.iterations > 10, "{r1:?}");
-            assert_eq!(r1.iterations, r4.iterations);
-            assert_eq!(
-                r1.relative_residual.to_bits(),
-                r4.relative_residual.to_bits()
-            );
-            assert!(
-                dv1.iter()
-                    .zip(&dv4)
-                    .all(|(x, y)| x.to_array().map(f32::to_bits) == y.to_array().map(f32::to_bits))
-            );
+            for threads in [2, 4] {
+                let (dvt, rt) = run(threads);
+                assert_eq!(r1.iterations, rt.iterations);
+                assert_eq!(
+                    r1.relative_residual.to_bits(),
+                    rt.relative_residual.to_bits()
+                );
+                assert!(
+                    dv1.iter()
+                        .zip(&dvt)
+                        .all(|(x, y)| x.to_array().map(f32::to_bits)
+                            == y.to_array().map(f32::to_bits))
+                );
+            }
         }
     }
 }
