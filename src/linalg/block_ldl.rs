@@ -157,8 +157,10 @@ const SHIFT_LEVELS: [f64; 4] = [0.0, 1e-3, 1e-2, 1e-1];
 const SHIFT_DECAY_SOLVES: u32 = 8;
 
 /// Rows from which [`IncompleteBlockLdl::new`] factors in two parts (module doc, "Parallel
-/// solves"); smaller systems keep the natural order.
-pub const TWO_PART_MIN_ROWS: usize = 1024;
+/// solves"): the linear algebra's parallel threshold, below which its other loops run on the
+/// calling thread too and a fork-join would cost about what a part's sweep does. Smaller
+/// systems keep the natural order and its fewer CG iterations.
+pub const TWO_PART_MIN_ROWS: usize = super::reduce::PARALLEL_MIN_ROWS;
 
 /// Two parts are used only while the separator holds at most `1 / SEPARATOR_SHARE` of the
 /// rows; otherwise the natural order.
@@ -1207,11 +1209,11 @@ mod tests {
     #[test]
     fn two_parts_follow_the_size_and_keep_the_separator_small() {
         // Below the threshold: the natural order.
-        let small = grid_pattern(31);
+        let small = grid_pattern(63);
         assert!(small.num_rows() < TWO_PART_MIN_ROWS);
         let ldl = IncompleteBlockLdl::new(&small);
         assert_eq!((ldl.num_parts(), ldl.num_separator_rows()), (1, 0));
-        for side in [33, 65, 101] {
+        for side in [65, 101, 129] {
             let pattern = grid_pattern(side);
             let ldl = IncompleteBlockLdl::new(&pattern);
             assert_eq!(ldl.num_parts(), 2, "side {side}");
@@ -1287,7 +1289,7 @@ mod tests {
         let (l_ref, d_ref) = dense_scratch_ic0(&a, &f, true);
         for threads in [1, 2, 4] {
             let (ldl, out, sum) = in_pool(threads, || {
-                let mut ldl = IncompleteBlockLdl::new(a.pattern());
+                let mut ldl = IncompleteBlockLdl::in_two_parts(a.pattern());
                 let outcome = ldl.factor(&a, &f, Preconditioner::BlockIc0);
                 assert_eq!(outcome, FactorOutcome::Factored { shift: 0.0 });
                 let mut out = vec![Vec3::ZERO; n];
