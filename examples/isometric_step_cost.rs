@@ -66,14 +66,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         threads
     );
     println!(
-        "step   wall_s    cpu_s  newton  assemble_s  factor_s  solve_s  collide_s  touching  gap_mm  row_strain"
+        "step   wall_s    cpu_s  newton  factors  assemble_s  factor_s  solve_s  collide_s  touching  gap_mm  row_strain"
     );
     let mut first_contact = None;
     let (mut wall_sum, mut cpu_sum, mut newton_sum) = (0.0, 0.0, 0u32);
     let mut measured = 0u32;
+    let direct = |w: &weft::World| {
+        w.cloths()[0]
+            .isometric()
+            .map(weft::integrate::isometric_cloth::IsometricCloth::direct_solve_times)
+            .unwrap_or_default()
+    };
     for step in 1..=max_steps {
+        let factors_before = direct(&world).factors;
         let (t, c) = (Instant::now(), cpu_seconds());
         let s = world.step(h)?;
+        let factors = direct(&world).factors - factors_before;
         let (wall, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         let x = world.cloths()[0].state().positions();
         let gap = x
@@ -86,7 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .count();
         let collide: f64 = s.collide_ms.values().iter().sum();
         println!(
-            "{step:>4} {wall:>8.2} {cpu:>8.2} {:>7} {:>11.2} {:>9.2} {:>8.2} {:>10.2} {touching:>9} {:>7.3} {:>11.3e}",
+            "{step:>4} {wall:>8.2} {cpu:>8.2} {:>7} {factors:>8} {:>11.2} {:>9.2} {:>8.2} {:>10.2} {touching:>9} {:>7.3} {:>11.3e}",
             s.newton_iterations,
             s.direct_assemble_ms / 1e3,
             s.factor_ms / 1e3,
@@ -107,6 +115,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if first_contact.is_some_and(|f| step >= f + past_contact) {
             break;
         }
+    }
+    let d = direct(&world);
+    println!(
+        "sparse Cholesky of the cloth block: {} entries in L, {:.3e} multiply-adds a factor; {} symbolic analyses ({:.2} s), {} numeric factorisations",
+        d.factor_entries, d.factor_flops, d.analyses, d.analysis_seconds, d.factors
+    );
+    if d.reuse_solves > 0 {
+        println!(
+            "PCG on an earlier factor: {} solves ({} failed), {} iterations, {:.2} s",
+            d.reuse_solves, d.reuse_failures, d.reuse_iterations, d.reuse_seconds
+        );
     }
     if let Some(f) = first_contact {
         println!(

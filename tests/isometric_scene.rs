@@ -119,6 +119,11 @@ fn bad_isometric_values_are_typed_errors_naming_the_key() {
         "solver.isometric.cg_max_iterations",
     );
     rejects(
+        "cg_max_iterations = 300",
+        "cg_max_iterations = 300\ncholesky_reuse_iterations = 1001",
+        "solver.isometric.cholesky_reuse_iterations",
+    );
+    rejects(
         "coupling = \"simultaneous\"",
         "coupling = \"sideways\"",
         "coupling",
@@ -281,6 +286,30 @@ fn state_hash_is_the_same_for_one_and_two_threads() {
     let again = run(&text, 30, 2, false).hash;
     assert_eq!(one, two);
     assert_eq!(two, again);
+}
+
+/// With nested dissection, two threads in the factorisation and the last factor reused as the
+/// preconditioner, the hash still does not depend on the world's threads, and the reuse
+/// replaces factorisations (the first steps fall free of the ball).
+#[test]
+fn ordering_threads_and_factor_reuse_keep_the_hash_independent_of_threads() {
+    let text = small_scene("simultaneous").replace(
+        "cg_max_iterations = 300",
+        "cg_max_iterations = 300\ncholesky_ordering = \"nested-dissection\"\n\
+         cholesky_threads = 2\ncholesky_reuse_iterations = 8",
+    );
+    let one = run(&text, 30, 1, false).hash;
+    let two = run(&text, 30, 2, false).hash;
+    assert_eq!(one, two);
+    let mut world = world_of(&text);
+    for _ in 0..3 {
+        world.step(1.0 / 60.0).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let d = world.cloths()[0]
+        .isometric()
+        .expect("an isometric cloth")
+        .direct_solve_times();
+    assert!(d.reuse_solves > d.reuse_failures, "{d:?}");
 }
 
 /// The PCG statistics of an isometric cloth are per linear solve, as for a Baraff–Witkin

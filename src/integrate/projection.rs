@@ -493,6 +493,38 @@ pub struct ProjectionSettings {
     /// ([`ConstraintSet::monitored_strain`]: the base-edge strain of Wang's cloth, through the
     /// red node). `false` (the default): the rows only, the thesis's test.
     pub test_monitored_strain: bool,
+    /// With [`LinearSolver::Cholesky`]: solve by PCG preconditioned with the last numeric
+    /// factor before factoring again ([`FactorReuse`]).
+    pub factor_reuse: FactorReuse,
+}
+
+/// The last numeric factor of [`LinearSolver::Cholesky`] kept as the preconditioner of PCG on
+/// the system of a later Gauss–Newton iteration, projection or step: the factor of a matrix
+/// near `K̄` makes `L⁻ᵀ L⁻¹ K̄` near the identity, and a solve by the factor costs a small part
+/// of a factorisation. It is tried only when the active contact rows hold the same nodes
+/// as at the factorisation (they change `K̄` at those nodes by far more than the rows' motion
+/// does). When PCG does not reach `tolerance` within `max_iterations` the
+/// iteration factors `K̄` afresh and solves directly (the PCG's work is then lost), and the
+/// next solves factor without trying, for a stretch that doubles with each failure in a row;
+/// when the last reuse needed more than half of them, the next solve factors. Decided on
+/// iteration counts only, so deterministic.
+/// `docs/methods/sparse-cholesky-ordering.md` has the measurements.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FactorReuse {
+    /// PCG iterations an earlier factor gets; 0: a numeric factorisation every iteration.
+    pub max_iterations: u32,
+    /// Relative tolerance on the residual in the norm of the factor's inverse,
+    /// `‖b − K̄ z‖_{P⁻¹} ≤ tolerance ‖b‖_{P⁻¹}`.
+    pub tolerance: f64,
+}
+
+impl Default for FactorReuse {
+    fn default() -> Self {
+        FactorReuse {
+            max_iterations: 0,
+            tolerance: 1e-8,
+        }
+    }
 }
 
 impl Default for ProjectionSettings {
@@ -511,6 +543,7 @@ impl Default for ProjectionSettings {
             gauss_newton_iterations: u32::MAX,
             fast_projection_below: 0.1,
             test_monitored_strain: false,
+            factor_reuse: FactorReuse::default(),
         }
     }
 }
@@ -566,10 +599,25 @@ pub struct DirectSolveTimes {
     pub factor_seconds: f64,
     /// Seconds in the triangular solves and the contact elimination.
     pub solve_seconds: f64,
-    /// Symbolic analyses done (once per cloth, and again when the ordering or threads change).
+    /// Symbolic analyses done (once per cloth, and again when the ordering or threads change,
+    /// or the self-contact rows' stencils).
     pub analyses: u32,
-    /// Stored values of `L` of the current factor.
+    /// Seconds in the symbolic analyses (ordering, elimination tree, supernodes, buffers).
+    pub analysis_seconds: f64,
+    /// Solves by PCG preconditioned with an earlier factor ([`FactorReuse`]), converged or
+    /// not.
+    pub reuse_solves: u64,
+    /// Of those, the ones that did not converge (a factorisation followed).
+    pub reuse_failures: u64,
+    /// PCG iterations of those solves.
+    pub reuse_iterations: u64,
+    /// Seconds in those solves.
+    pub reuse_seconds: f64,
+    /// Stored values of `L` of the cloth block's factor.
     pub factor_entries: usize,
+    /// The work of one factorisation of the cloth block, `Σ_j |L_{*j}|²`
+    /// ([`SparseCholesky::factor_flops`]).
+    pub factor_flops: f64,
 }
 
 /// The preallocated Gauss–Newton projector for one cloth: the stencil structure of its row
@@ -638,6 +686,42 @@ pub struct GaussNewtonProjection {
     /// The direct solver's system when self-contact rows exist: the cloth rows and the
     /// self-contact rows together, analysed once per set of self-contact stencils.
     augmented: Option<Box<Augmented>>,
+    /// The right-hand side of a solve by PCG on an earlier factor ([`FactorReuse`]).
+    reuse_rhs: Vec<f64>,
+    /// When and whether the next solve tries an earlier factor ([`ReuseState`]).
+    reuse_state: ReuseState,
+}
+
+/// The schedule of [`FactorReuse`]: after a failed try, the next `backoff` solves factor
+/// without trying (`backoff` doubling with each failure in a row, reset by a success), so
+/// that in a stretch where `K̄` changes too much between solves (a contact set that moves)
+/// the lost PCG work stays a small part of the factorisations.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReuseState {
+    /// PCG iterations of the last solve on an earlier factor (0 after a factorisation).
+    last: u32,
+    /// Solves left to factor without trying.
+    skip: u32,
+    /// The length of the last skip.
+    backoff: u32,
+    /// [`contact_signature`] of the system last factored.
+    signature: u64,
+}
+
+/// A digest of what changes `K̄` by more than the motion of the rows: the nodes of the active
+/// contact rows (they change `W̄` there, `solve_direct`) and the number of self-contact rows.
+/// An earlier factor is tried only on a system with the same digest.
+fn contact_signature(op: &KOperator<'_>) -> u64 {
+    let fold = |h: u64, v: u64| (h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+    let h = op
+        .contacts
+        .iter()
+        .zip(op.active)
+        .filter(|&(_, &active)| active)
+        .fold(0xcbf2_9ce4_8422_2325, |h, (c, _)| {
+            fold(h, u64::from(c.vertex))
+        });
+    fold(h, op.selfs.len() as u64 | 1 << 40)
 }
 
 /// The system of the direct solve with self-contact rows: the cloth rows' stencils followed by
@@ -756,6 +840,8 @@ impl GaussNewtonProjection {
             self_toggles: Vec::new(),
             self_capacity: 0,
             augmented: None,
+            reuse_rhs: vec![0.0; total],
+            reuse_state: ReuseState::default(),
         }
     }
 
@@ -776,12 +862,18 @@ impl GaussNewtonProjection {
         {
             return true;
         }
+        let start = Instant::now();
         self.cholesky = SparseCholesky::new(&self.k_cloth, ordering, threads).ok();
         self.direct_times.analyses += 1;
+        self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
         self.direct_times.factor_entries = self
             .cholesky
             .as_ref()
             .map_or(0, SparseCholesky::factor_entries);
+        self.direct_times.factor_flops = self
+            .cholesky
+            .as_ref()
+            .map_or(0.0, SparseCholesky::factor_flops);
         self.cholesky.is_some()
     }
 
@@ -816,9 +908,11 @@ impl GaussNewtonProjection {
             vertices.extend_from_slice(st);
             offsets.push(vertices.len() as u32);
         }
+        let start = Instant::now();
         let k = SymCsr::from_stencils(self.num_vertices, &offsets, &vertices);
         let chol = SparseCholesky::new(&k, ordering, threads).ok();
         self.direct_times.analyses += 1;
+        self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
         self.augmented = Some(Box::new(Augmented {
             key,
             ordering,
@@ -886,6 +980,7 @@ impl GaussNewtonProjection {
             &mut self.rhs,
             &mut self.z,
             &mut self.z_total,
+            &mut self.reuse_rhs,
         ] {
             v.resize(total, 0.0);
         }
@@ -1218,6 +1313,8 @@ impl GaussNewtonProjection {
                 self_rows,
                 self_active,
                 augmented,
+                reuse_rhs,
+                reuse_state,
                 ..
             } = self;
             let (inv_mass, x_target) = (&w_eff[..], &x_hat[..]);
@@ -1265,6 +1362,12 @@ impl GaussNewtonProjection {
                         stamp: *stamp,
                         times: direct_times,
                         augmented: augmented.as_deref_mut(),
+                        reuse: (settings.factor_reuse.max_iterations > 0).then_some(Reuse {
+                            settings: settings.factor_reuse,
+                            pcg: &mut *pcg,
+                            rhs: reuse_rhs,
+                            state: reuse_state,
+                        }),
                     };
                     let ok = solve_direct(&mut op, &rhs[..rows], &mut scratch, z);
                     report.direct_solves += u32::from(ok);
@@ -1896,6 +1999,16 @@ struct DirectScratch<'a> {
     times: &'a mut DirectSolveTimes,
     /// The system with the self-contact rows, when there are any.
     augmented: Option<&'a mut Augmented>,
+    /// PCG on the last factor first ([`FactorReuse`]), when on.
+    reuse: Option<Reuse<'a>>,
+}
+
+/// What a solve by PCG on an earlier factor needs ([`FactorReuse`]).
+struct Reuse<'a> {
+    settings: FactorReuse,
+    pcg: &'a mut ScalarPcgWorkspace,
+    rhs: &'a mut [f64],
+    state: &'a mut ReuseState,
 }
 
 /// The system [`solve_direct`] factors: the cloth block, or the cloth and self-contact rows
@@ -2091,15 +2204,71 @@ fn solve_direct(
         }
     }
     let factor_start = Instant::now();
-    let factored = chol.factor(k).is_ok();
-    let solve_start = Instant::now();
-    s.times.factors += 1;
     s.times.assemble_seconds += (factor_start - start).as_secs_f64();
-    s.times.factor_seconds += (solve_start - factor_start).as_secs_f64();
-    if !factored {
-        return false;
+    let mut solved = false;
+    let signature = contact_signature(op);
+    let try_reuse = s.reuse.as_mut().is_some_and(|r| {
+        let skip = r.state.skip > 0;
+        r.state.skip = r.state.skip.saturating_sub(1);
+        !skip && r.state.last <= r.settings.max_iterations / 2 && r.state.signature == signature
+    });
+    if let Some(reuse) = s.reuse.as_mut()
+        && try_reuse
+        && chol.is_factored()
+    {
+        // PCG on K̄ preconditioned by the factor of an earlier K̄ (FactorReuse).
+        let n = zs.len();
+        let rhs = &mut reuse.rhs[..n];
+        rhs.copy_from_slice(zs);
+        zs.fill(0.0);
+        let report = solve_scalar_pcg_with(
+            &mut *k,
+            &mut |r: &[f64], out: &mut [f64]| {
+                out.copy_from_slice(r);
+                chol.solve_in_place(out);
+            },
+            rhs,
+            &PcgSettings {
+                max_iterations: reuse.settings.max_iterations,
+                tolerance: reuse.settings.tolerance,
+            },
+            reuse.pcg,
+            zs,
+            &mut |_| false,
+        );
+        solved = report.converged && zs.iter().all(|v| v.is_finite());
+        s.times.reuse_solves += 1;
+        s.times.reuse_iterations += u64::from(report.iterations);
+        s.times.reuse_failures += u64::from(!solved);
+        s.times.reuse_seconds += factor_start.elapsed().as_secs_f64();
+        let state = &mut *reuse.state;
+        if solved {
+            state.last = report.iterations;
+            state.backoff = 0;
+        } else {
+            state.backoff = (2 * state.backoff).clamp(1, 64);
+            state.skip = state.backoff;
+            zs.copy_from_slice(rhs);
+        }
     }
-    chol.solve_in_place(zs);
+    let solve_start = if solved {
+        Instant::now()
+    } else {
+        let factor_start = Instant::now();
+        let factored = chol.factor(k).is_ok();
+        let solve_start = Instant::now();
+        s.times.factors += 1;
+        s.times.factor_seconds += (solve_start - factor_start).as_secs_f64();
+        if let Some(reuse) = s.reuse.as_mut() {
+            reuse.state.last = 0;
+            reuse.state.signature = signature;
+        }
+        if !factored {
+            return false;
+        }
+        chol.solve_in_place(zs);
+        solve_start
+    };
     if m > 0 {
         let Some(aug) = s.augmented.as_deref() else {
             return false;
@@ -2417,6 +2586,140 @@ mod tests {
     }
 
     #[test]
+    fn solve_on_an_earlier_factor_matches_dense_without_refactoring() {
+        // The system of `direct_solve_with_contact_rows_matches_dense`, solved once (a
+        // factorisation), then again with the node masses changed by up to 1 %: PCG on the
+        // first factor (FactorReuse) solves it to the dense Cholesky's answer without a second
+        // factorisation.
+        let (x0, edges) = grid(5, 0.1, false);
+        let mut rng = SplitMix64::new(21);
+        let x: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.02)).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let spring = SpringResidual::new(&edges[..6], 0.01, 100.0);
+        let mut inv_mass: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
+        inv_mass[0] = 0.0;
+        let mut proj = GaussNewtonProjection::new(x.len(), &[&set, &spring], 8);
+        let normal = DVec3::new(0.3, 1.0, -0.2).normalize();
+        let (t1, t2) = normal.any_orthonormal_pair();
+        for (v, compliances) in [
+            (6u32, &[0.0, 1e-3, 1e-3][..]),
+            (12, &[0.0]),
+            (18, &[0.0, 1e-3, 1e-3]),
+        ] {
+            for (k, &c) in compliances.iter().enumerate() {
+                proj.push_contact(ContactRow {
+                    vertex: v,
+                    direction: [normal, t1, t2][k],
+                    target: 0.0,
+                    compliance: c,
+                    unilateral: k == 0,
+                    speculative: false,
+                });
+            }
+        }
+        let rows = proj.num_cloth_rows() + proj.contacts.len();
+        let cloth_rows = proj.num_cloth_rows();
+        let n_set = set.len();
+        set.gradients(&x, &mut proj.gradients[..2 * n_set]);
+        spring.gradients(&x, &mut proj.gradients[2 * n_set..]);
+        proj.diag[..n_set].fill(0.0);
+        proj.diag[n_set..cloth_rows].fill(1.0);
+        // Node 18's rows are released: direction 0, D = 1 (refresh_contact_diagonal).
+        let last = proj.contacts.len();
+        proj.contact_active[last - 3..].fill(false);
+        proj.refresh_contact_diagonal();
+        let b: Vec<f64> = (0..rows)
+            .map(|a| {
+                if a >= rows - 3 {
+                    0.0
+                } else {
+                    rng.uniform(-1.0, 1.0)
+                }
+            })
+            .collect();
+        let mut chol = SparseCholesky::new(&proj.k_cloth, Ordering::Amd, CholeskyThreads::One)
+            .expect("symbolic");
+        let GaussNewtonProjection {
+            topo,
+            gradients,
+            diag,
+            u,
+            contacts,
+            contact_active,
+            k_cloth,
+            reduction,
+            contact_push,
+            group_stamp,
+            direct_times,
+            ..
+        } = &mut proj;
+        let mut op = KOperator {
+            topo,
+            gradients,
+            diag: &diag[..rows],
+            contacts,
+            active: contact_active,
+            selfs: &[],
+            self_active: &[],
+            inv_mass: &inv_mass,
+            u,
+        };
+        let mut pcg = ScalarPcgWorkspace::new(rows);
+        let mut rhs = vec![0.0; rows];
+        let mut state = ReuseState::default();
+        let mut scratch = DirectScratch {
+            chol: &mut chol,
+            k: k_cloth,
+            reduction,
+            push: contact_push,
+            group_stamp,
+            stamp: 1,
+            times: direct_times,
+            augmented: None,
+            reuse: Some(Reuse {
+                settings: FactorReuse {
+                    max_iterations: 8,
+                    tolerance: 1e-12,
+                },
+                pcg: &mut pcg,
+                rhs: &mut rhs,
+                state: &mut state,
+            }),
+        };
+        let mut z = vec![0.0; rows];
+        assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));
+        let changed: Vec<f64> = inv_mass
+            .iter()
+            .map(|w| w * rng.uniform(0.99, 1.01))
+            .collect();
+        let mut op = KOperator {
+            inv_mass: &changed,
+            ..op
+        };
+        let k = dense_k(&mut op);
+        let mat = faer::Mat::<f64>::from_fn(rows, rows, |r, c| k[r * rows + c]);
+        let reference = mat
+            .llt(faer::Side::Lower)
+            .expect("K is SPD")
+            .solve(faer::Mat::<f64>::from_fn(rows, 1, |r, _| b[r]));
+        scratch.stamp = 2;
+        assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));
+        let times = *scratch.times;
+        assert_eq!((times.factors, times.reuse_solves), (1, 1));
+        assert_eq!(times.reuse_failures, 0);
+        assert!(times.reuse_iterations <= 8);
+        let scale = (0..rows).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
+        for i in 0..rows {
+            assert!(
+                (z[i] - reference[(i, 0)]).abs() <= 1e-9 * scale,
+                "row {i}: {} vs {}",
+                z[i],
+                reference[(i, 0)]
+            );
+        }
+    }
+
+    #[test]
     fn direct_solve_with_contact_rows_matches_dense() {
         // K of eq. 3.25 / 3.30 with the contact rows of three nodes: a hard normal row with
         // two soft tangents, a lone hard normal row, and a released normal row with its
@@ -2510,6 +2813,7 @@ mod tests {
             stamp: 1,
             times: direct_times,
             augmented: None,
+            reuse: None,
         };
         let mut z = vec![0.0; rows];
         assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));
@@ -2640,6 +2944,7 @@ mod tests {
             stamp: 1,
             times: direct_times,
             augmented: augmented.as_deref_mut(),
+            reuse: None,
         };
         let mut z = vec![0.0; rows];
         assert!(solve_direct(&mut op, &b, &mut scratch, &mut z));

@@ -31,6 +31,7 @@ pub mod block_ldl;
 pub mod cg;
 pub mod csr;
 pub mod ic0;
+pub mod nested_dissection;
 pub mod pattern;
 pub mod pcg;
 pub mod precond;

@@ -29,12 +29,13 @@ use faer::perm::PermRef;
 use faer::sparse::SparseColMatRef;
 use faer::sparse::SymbolicSparseColMatRef;
 use faer::sparse::linalg::cholesky::{
-    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering,
+    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymbolicCholeskyRaw, SymmetricOrdering,
     factorize_symbolic_cholesky,
 };
 use faer::{Conj, MatMut, Side, Spec};
 
 use super::csr::SymCsr;
+use super::nested_dissection::nested_dissection_order;
 
 /// Fill-reducing ordering of the symbolic analysis.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub enum Ordering {
     Amd,
     /// The rows in their own order (the families stacked as built): no reordering.
     Natural,
+    /// Nested dissection by level-structure separators, AMD on the small parts
+    /// ([`super::nested_dissection`]).
+    NestedDissection,
 }
 
 /// Threads of the numeric factorisation.
@@ -89,6 +93,8 @@ pub struct SparseCholesky {
     /// For each lower-triangle entry, its slot in the [`SymCsr`] values.
     src_slots: Vec<u32>,
     l_values: Vec<f64>,
+    /// `Σ_j |L_{*j}|²` over the columns of `L`.
+    flops: f64,
     mem: MemBuffer,
     /// The size of `mem`.
     req: StackReq,
@@ -107,6 +113,7 @@ impl Clone for SparseCholesky {
             values: self.values.clone(),
             src_slots: self.src_slots.clone(),
             l_values: self.l_values.clone(),
+            flops: self.flops,
             mem: MemBuffer::new(self.req),
             req: self.req,
             par: self.par,
@@ -123,6 +130,7 @@ impl std::fmt::Debug for SparseCholesky {
             .field("rows", &(self.col_ptr.len() - 1))
             .field("entries", &self.row_idx.len())
             .field("factor_entries", &self.l_values.len())
+            .field("factor_flops", &self.flops)
             .field("ordering", &self.ordering)
             .field("threads", &self.threads)
             .field("factored", &self.factored)
@@ -161,11 +169,22 @@ impl SparseCholesky {
         let pattern = SymbolicSparseColMatRef::new_checked(n, n, &col_ptr, None, &row_idx);
         // The natural order as an explicit permutation: faer's `Identity` skips the conversion
         // to the upper triangle its analysis reads, so it would misread this lower triangle.
-        let identity: Vec<u32> = (0..n as u32).collect();
+        let (fwd, inv): (Vec<u32>, Vec<u32>) = match ordering {
+            Ordering::Amd => (Vec::new(), Vec::new()),
+            Ordering::Natural => ((0..n as u32).collect(), (0..n as u32).collect()),
+            Ordering::NestedDissection => {
+                let fwd = nested_dissection_order(offsets, cols);
+                let mut inv = vec![0u32; n];
+                for (k, &r) in fwd.iter().enumerate() {
+                    inv[r as usize] = k as u32;
+                }
+                (fwd, inv)
+            }
+        };
         let ord = match ordering {
             Ordering::Amd => SymmetricOrdering::Amd,
-            Ordering::Natural => {
-                SymmetricOrdering::Custom(PermRef::new_checked(&identity, &identity, n))
+            Ordering::Natural | Ordering::NestedDissection => {
+                SymmetricOrdering::Custom(PermRef::new_checked(&fwd, &inv, n))
             }
         };
         let symbolic = factorize_symbolic_cholesky(
@@ -181,6 +200,7 @@ impl SparseCholesky {
             symbolic.solve_in_place_scratch::<f64>(1, par),
         ]);
         let l_values = vec![0.0; symbolic.len_val()];
+        let flops = column_count_squares(&symbolic);
         let values = vec![0.0; row_idx.len()];
         Ok(SparseCholesky {
             symbolic: Arc::new(symbolic),
@@ -189,6 +209,7 @@ impl SparseCholesky {
             values,
             src_slots,
             l_values,
+            flops,
             mem: MemBuffer::new(req),
             req,
             par,
@@ -208,6 +229,20 @@ impl SparseCholesky {
     #[must_use]
     pub fn factor_entries(&self) -> usize {
         self.l_values.len()
+    }
+
+    /// Whether the last numeric factorisation succeeded (a solve may use it).
+    #[must_use]
+    pub fn is_factored(&self) -> bool {
+        self.factored
+    }
+
+    /// The work of a numeric factorisation, `Σ_j |L_{*j}|²` over the columns of `L` (the
+    /// multiply–adds of a column Cholesky, to within lower-order terms): how the orderings are
+    /// compared independently of the machine.
+    #[must_use]
+    pub fn factor_flops(&self) -> f64 {
+        self.flops
     }
 
     /// Numeric factorisation of `k`'s current values (same pattern as at creation).
@@ -261,6 +296,32 @@ impl SparseCholesky {
     }
 }
 
+/// `Σ_j |L_{*j}|²` from the symbolic factor: a supernode of `k` columns and `p` rows below its
+/// diagonal block has columns of `p + 1 … p + k` entries.
+fn column_count_squares(symbolic: &SymbolicCholesky<u32>) -> f64 {
+    match symbolic.raw() {
+        SymbolicCholeskyRaw::Supernodal(s) => {
+            let begin = s.supernode_begin();
+            let end = s.supernode_end();
+            let rows = s.col_ptr_for_row_idx();
+            (0..s.n_supernodes())
+                .map(|i| {
+                    let k = f64::from(end[i] - begin[i]);
+                    let p = f64::from(rows[i + 1] - rows[i]);
+                    // Σ_{c = p+1}^{p+k} c² = S(p + k) − S(p), S(m) = m(m + 1)(2m + 1)/6.
+                    let sq = |m: f64| m * (m + 1.0) * (2.0 * m + 1.0) / 6.0;
+                    sq(p + k) - sq(p)
+                })
+                .sum()
+        }
+        SymbolicCholeskyRaw::Simplicial(s) => s
+            .col_ptr()
+            .windows(2)
+            .map(|w| f64::from(w[1] - w[0]).powi(2))
+            .sum(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use glam::DVec3;
@@ -301,6 +362,7 @@ mod tests {
             (1, Ordering::Amd),
             (2, Ordering::Natural),
             (3, Ordering::Amd),
+            (4, Ordering::NestedDissection),
         ] {
             let (k, b) = system(60, 25, seed);
             let n = k.num_rows();
@@ -324,6 +386,104 @@ mod tests {
                     reference[(i, 0)]
                 );
             }
+        }
+    }
+
+    /// `K = G W Gᵀ + D` of the edge rows of an `m × m` vertex grid with diagonals (one row per
+    /// edge, two vertices a row, `D = 10⁻³`): the graph of a cloth's distance rows.
+    fn grid_edge_system(m: usize, seed: u64) -> (SymCsr, Vec<f64>) {
+        let mut rng = SplitMix64::new(seed);
+        let id = |i: usize, j: usize| (i * m + j) as u32;
+        let mut vertices = Vec::new();
+        for i in 0..m {
+            for j in 0..m {
+                if j + 1 < m {
+                    vertices.extend([id(i, j), id(i, j + 1)]);
+                }
+                if i + 1 < m {
+                    vertices.extend([id(i, j), id(i + 1, j)]);
+                }
+                if i + 1 < m && j + 1 < m {
+                    vertices.extend([id(i, j), id(i + 1, j + 1)]);
+                }
+            }
+        }
+        let rows = vertices.len() / 2;
+        let offsets: Vec<u32> = (0..=rows as u32).map(|a| 2 * a).collect();
+        let g: Vec<DVec3> = vertices.iter().map(|_| rng.vec3(1.0)).collect();
+        let w: Vec<f64> = (0..m * m).map(|_| rng.uniform(0.5, 2.0)).collect();
+        let mut k = SymCsr::from_stencils(m * m, &offsets, &vertices);
+        k.assemble(&g, &w, &vec![1e-3; rows]);
+        let b = (0..rows).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        (k, b)
+    }
+
+    #[test]
+    fn nested_dissection_solves_a_mesh_system_like_the_dense_cholesky() {
+        // 675 rows: large enough that the dissection splits the graph before AMD takes over.
+        let (k, b) = grid_edge_system(16, 11);
+        let n = k.num_rows();
+        let dense = k.to_dense();
+        let m = faer::Mat::<f64>::from_fn(n, n, |r, c| dense[r * n + c]);
+        let reference = m
+            .llt(faer::Side::Lower)
+            .expect("SPD")
+            .solve(faer::Mat::<f64>::from_fn(n, 1, |r, _| b[r]));
+        let mut chol = SparseCholesky::new(&k, Ordering::NestedDissection, CholeskyThreads::One)
+            .expect("symbolic");
+        chol.factor(&k).expect("SPD");
+        let mut z = b.clone();
+        chol.solve_in_place(&mut z);
+        let scale = (0..n).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
+        for i in 0..n {
+            assert!(
+                (z[i] - reference[(i, 0)]).abs() <= 1e-10 * scale,
+                "row {i}: {} vs {}",
+                z[i],
+                reference[(i, 0)]
+            );
+        }
+    }
+
+    #[test]
+    fn nested_dissection_work_on_a_mesh_is_far_below_natural_and_near_amd() {
+        let (k, _) = grid_edge_system(60, 12);
+        let work = |o| {
+            let c = SparseCholesky::new(&k, o, CholeskyThreads::One).expect("symbolic");
+            (c.factor_entries(), c.factor_flops())
+        };
+        let (amd, natural, nd) = (
+            work(Ordering::Amd),
+            work(Ordering::Natural),
+            work(Ordering::NestedDissection),
+        );
+        eprintln!("grid (entries, flops): amd {amd:?}, natural {natural:?}, nd {nd:?}");
+        assert!(2 * nd.0 < natural.0, "nd {nd:?}, natural {natural:?}");
+        assert!(nd.0 * 10 < amd.0 * 12, "nd {nd:?}, amd {amd:?}");
+    }
+
+    #[test]
+    fn factor_flops_count_the_columns_of_l() {
+        // A chain of rows sharing one vertex with the next (tridiagonal K) and a fan of rows
+        // on one common vertex (dense K), both in their natural order: L has columns of 2 … 2, 1
+        // entries and of n, n − 1, … 1 entries.
+        let n = 40u32;
+        let chain: Vec<u32> = (0..n).flat_map(|a| [a, a + 1]).collect();
+        let fan: Vec<u32> = (0..n).flat_map(|a| [0, a + 1]).collect();
+        let offsets: Vec<u32> = (0..=n).map(|a| 2 * a).collect();
+        for (vertices, expected) in [
+            (chain, f64::from(4 * (n - 1) + 1)),
+            (fan, (1..=n).map(|c| f64::from(c * c)).sum()),
+        ] {
+            let mut k = SymCsr::from_stencils(n as usize + 1, &offsets, &vertices);
+            k.assemble(
+                &vec![DVec3::X; vertices.len()],
+                &vec![1.0; n as usize + 1],
+                &vec![1.0; n as usize],
+            );
+            let chol =
+                SparseCholesky::new(&k, Ordering::Natural, CholeskyThreads::One).expect("symbolic");
+            assert_eq!(chol.factor_flops(), expected);
         }
     }
 

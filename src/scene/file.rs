@@ -235,12 +235,17 @@ pub struct IsometricSolverSection {
     /// Linear solver of each Gauss–Newton iteration: `"cholesky"` (sparse direct) or `"pcg"`.
     #[serde(default)]
     pub linear_solver: LinearSolverKind,
-    /// Fill-reducing ordering of the sparse Cholesky: `"amd"` or `"natural"`.
+    /// Fill-reducing ordering of the sparse Cholesky: `"amd"`, `"nested-dissection"` or
+    /// `"natural"`.
     #[serde(default)]
     pub cholesky_ordering: CholeskyOrderingKind,
     /// Threads of the sparse Cholesky's numeric factorisation (1: sequential).
     #[serde(default = "default_cholesky_threads")]
     pub cholesky_threads: u32,
+    /// PCG iterations on the last numeric factor before the sparse Cholesky factors again
+    /// (0: a factorisation every Gauss–Newton iteration).
+    #[serde(default)]
+    pub cholesky_reuse_iterations: u32,
 }
 
 impl Default for IsometricSolverSection {
@@ -267,6 +272,7 @@ impl Default for IsometricSolverSection {
             linear_solver: LinearSolverKind::default(),
             cholesky_ordering: CholeskyOrderingKind::default(),
             cholesky_threads: default_cholesky_threads(),
+            cholesky_reuse_iterations: 0,
         }
     }
 }
@@ -295,6 +301,8 @@ pub enum CholeskyOrderingKind {
     Amd,
     /// The rows as built.
     Natural,
+    /// Nested dissection (level-structure separators), AMD on the small parts.
+    NestedDissection,
 }
 
 fn default_strain_tolerance() -> f64 {

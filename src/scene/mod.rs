@@ -1029,12 +1029,19 @@ fn isometric_desc(
             format!("must be in 1..=64, got {}", s.cholesky_threads),
         ));
     }
+    if s.cholesky_reuse_iterations > 1000 {
+        return Err(sverr(
+            "cholesky_reuse_iterations",
+            format!("must be in 0..=1000, got {}", s.cholesky_reuse_iterations),
+        ));
+    }
     let solver = match s.linear_solver {
         LinearSolverKind::Pcg => LinearSolver::Pcg,
         LinearSolverKind::Cholesky => LinearSolver::Cholesky {
             ordering: match s.cholesky_ordering {
                 CholeskyOrderingKind::Amd => Ordering::Amd,
                 CholeskyOrderingKind::Natural => Ordering::Natural,
+                CholeskyOrderingKind::NestedDissection => Ordering::NestedDissection,
             },
             threads: match s.cholesky_threads {
                 1 => CholeskyThreads::One,
@@ -1050,6 +1057,7 @@ fn isometric_desc(
         test_monitored_strain: s.strain_test == StrainTestKind::BaseEdges,
         ..ProjectionSettings::default()
     };
+    projection.factor_reuse.max_iterations = s.cholesky_reuse_iterations;
     projection.cg.max_iterations = s.cg_max_iterations;
     projection.cg.tolerance = s.cg_tolerance;
     Ok(Some(IsometricDesc {
