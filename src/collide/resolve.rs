@@ -107,7 +107,10 @@ mod zone_rounds;
 use broad_phase::{
     LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
 };
-use detect::{ccd, collides, detect_parallel, margin, near, pair_eta, surely_far};
+use detect::{
+    apart_by_bound, ccd, collides, detect_parallel, distance_lower_bound, far_by_bound, margin,
+    near, pair_eta, surely_far,
+};
 use members::Members;
 pub use members::{MemberMesh, MemberSettings};
 
@@ -398,7 +401,18 @@ enum Kind {
 struct Candidate {
     kind: Kind,
     verts: [u32; 4],
+    /// The layers of the search whose cull passed the test, bit `l` for layer `l`
+    /// ([`LayerBoxes`]: [`SWEPT`] for CCD, [`AT_START`] for proximity). Each layer's cull is a
+    /// necessary condition of its detection at the velocities the test was listed with, and a
+    /// listed test keeps those velocities (a search drops and lists again every test with a
+    /// changed vertex), so a detection skips the tests its layer did not pass.
+    layers: u8,
 }
+
+/// [`Candidate::layers`] bit of the swept layer (CCD from x^n to x^n + h v).
+const SWEPT: u8 = 1;
+/// [`Candidate::layers`] bit of the layer at x^n (proximity).
+const AT_START: u8 = 2;
 
 /// Per-cloth collision data: topology, trees, workspaces; sized at creation.
 #[derive(Debug)]

@@ -212,6 +212,14 @@ impl ClothCollision {
             layers: num_layers,
             only: incremental.then_some(&self.changed[..]),
             apart: members.map(|m| m.apart_from_self()),
+            bound: Bound {
+                x0: &self.x0,
+                x1: &self.x1,
+                extra: &self.extra_thickness,
+                n,
+                eta,
+                eta_c,
+            },
         };
         let capacity = candidates.capacity();
         if settings.self_collision {
@@ -300,35 +308,39 @@ impl NeighbourTest {
     /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
     #[inline]
     fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
-        if self.passes(cloth, cull) {
-            out.push(self.candidate);
+        let layers = self.passes(cloth, cull);
+        if layers != 0 {
+            let c = &self.candidate;
+            out.push(Candidate {
+                layers: cull.bound.refine(c.kind, &c.verts, layers),
+                ..*c
+            });
         }
     }
 
-    /// Whether `cull` passes the test (`cloth` gives the boxes).
+    /// The layers whose cull passes the test ([`Candidate::layers`]; 0: none, the test is
+    /// culled; `cloth` gives the boxes).
     #[inline]
-    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> bool {
+    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> u8 {
         let c = &self.candidate;
         if cull
             .only
             .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
         {
-            return false;
+            return 0;
         }
         // Neighbours are triangles of one cloth: none if that cloth does not meet itself.
         if cull.apart.is_some_and(|a| a[c.verts[0] as usize]) {
-            return false;
+            return 0;
         }
         let [f0, f1] = self.features.map(|f| f as usize);
-        let layers = 0..cull.layers;
-        match c.kind {
-            Kind::PointTriangle => layers.clone().any(|l| {
+        let pass = |l: usize| match c.kind {
+            Kind::PointTriangle => {
                 cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
-            }),
-            Kind::EdgeEdge => {
-                { layers }.any(|l| cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]))
             }
-        }
+            Kind::EdgeEdge => cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]),
+        };
+        layer_mask(cull.layers, pass)
     }
 }
 
@@ -389,6 +401,7 @@ impl NeighbourTests {
                             candidate: Candidate {
                                 kind: Kind::PointTriangle,
                                 verts: [p, other[0], other[1], other[2]],
+                                layers: 0,
                             },
                             features: [p, u],
                             pair: [a, b],
@@ -408,6 +421,7 @@ impl NeighbourTests {
                         candidate: Candidate {
                             kind: Kind::EdgeEdge,
                             verts: [p0, p1, q0, q1],
+                            layers: 0,
                         },
                         features: [oa.edges[k], ob.edges[l]],
                         pair: [a, b],
@@ -496,8 +510,13 @@ impl NeighbourTests {
                 while bits != 0 {
                     let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
                     bits &= bits - 1;
-                    if t.passes(cloth, cull) {
-                        out.push(t.candidate);
+                    let layers = t.passes(cloth, cull);
+                    if layers != 0 {
+                        let c = &t.candidate;
+                        out.push(Candidate {
+                            layers: cull.bound.refine(c.kind, &c.verts, layers),
+                            ..*c
+                        });
                     }
                 }
             }
@@ -650,6 +669,55 @@ pub(super) struct Cull<'a> {
     only: Option<&'a [bool]>,
     /// Per cloth vertex of a shared stage: its cloth does not meet itself (no neighbour tests).
     apart: Option<&'a [bool]>,
+    /// What decides, for a test the boxes pass, whether a detection can still find it.
+    bound: Bound<'a>,
+}
+
+/// The separating-axis bound at listing ([`distance_lower_bound`]): a test whose layer's cull
+/// passes, but whose features the bound shows too far apart for that layer's detection at the
+/// positions and velocities it is listed with, keeps its place in the list (a CCD round's
+/// serial pass re-tests it if an impulse moves one of its vertices) with the layer's bit clear,
+/// so no detection pass visits it. The bound answers only beyond [`BOUND_SLACK`] past the
+/// detection's own threshold, as in the detection's pre-tests ([`surely_far`], [`stay_apart`]),
+/// so a cleared bit is a detection that would have answered no.
+#[derive(Clone, Copy)]
+pub(super) struct Bound<'a> {
+    /// Positions at x^n and at the end of the substep (x^n + h v), of the shared space.
+    x0: &'a [Vec3],
+    x1: &'a [Vec3],
+    /// Per vertex the thickness it adds to η ([`pair_eta`]), and the number of cloth vertices.
+    extra: &'a [f32],
+    n: usize,
+    eta: f32,
+    eta_c: f64,
+}
+
+impl Bound<'_> {
+    /// `layers` less the layers whose detection the bound shows cannot find the test `kind`
+    /// between `verts`.
+    #[inline]
+    fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
+        let start = verts.map(|i| self.x0[i as usize].as_dvec3());
+        let bound = distance_lower_bound(kind, &start);
+        if layers & AT_START != 0 {
+            let c = Candidate {
+                kind,
+                verts: *verts,
+                layers,
+            };
+            let eta = f64::from(pair_eta(self.extra, self.n, &c, self.eta));
+            if far_by_bound(kind, bound, eta) {
+                layers &= !AT_START;
+            }
+        }
+        if layers & SWEPT != 0 {
+            let end = verts.map(|i| self.x1[i as usize].as_dvec3());
+            if apart_by_bound(kind, bound, &start, &end, self.eta_c) {
+                layers &= !SWEPT;
+            }
+        }
+        layers
+    }
 }
 
 /// The boxes of one layer of a search: per vertex of the shared space (cloth, then obstacle
@@ -779,7 +847,6 @@ pub(super) fn emit_tests(
     b: (&MeshView<'_>, u32),
     cull: &Cull<'_>,
 ) {
-    let layers = 0..cull.layers;
     let wanted = |verts: &[u32; 4]| {
         cull.only
             .is_none_or(|m| verts.iter().any(|&i| m[i as usize]))
@@ -794,17 +861,19 @@ pub(super) fn emit_tests(
         for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
             let verts = [pg, other[0], other[1], other[2]];
-            if other.contains(&pg)
-                || !layers
-                    .clone()
-                    .any(|l| cull.points[l][pg as usize].overlaps(&reach[l]))
-                || !wanted(&verts)
-            {
+            if other.contains(&pg) || !wanted(&verts) {
+                continue;
+            }
+            let layers = layer_mask(cull.layers, |l| {
+                cull.points[l][pg as usize].overlaps(&reach[l])
+            });
+            if layers == 0 {
                 continue;
             }
             out.push(Candidate {
                 kind: Kind::PointTriangle,
                 verts,
+                layers: cull.bound.refine(Kind::PointTriangle, &verts, layers),
             });
         }
     }
@@ -824,19 +893,29 @@ pub(super) fn emit_tests(
             }
             let verts = [p0, p1, q0, q1];
             let eb = ob.edges[l] as usize;
-            if !layers
-                .clone()
-                .any(|y| am.edge_boxes[y][ea].overlaps(&bm.edge_boxes[y][eb]))
-                || !wanted(&verts)
-            {
+            if !wanted(&verts) {
+                continue;
+            }
+            let layers = layer_mask(cull.layers, |y| {
+                am.edge_boxes[y][ea].overlaps(&bm.edge_boxes[y][eb])
+            });
+            if layers == 0 {
                 continue;
             }
             out.push(Candidate {
                 kind: Kind::EdgeEdge,
                 verts,
+                layers: cull.bound.refine(Kind::EdgeEdge, &verts, layers),
             });
         }
     }
+}
+
+/// The [`Candidate::layers`] mask of a test: bit `l` set for each of the first `layers` layers
+/// whose cull `pass(l)` passes.
+#[inline]
+fn layer_mask(layers: usize, pass: impl Fn(usize) -> bool) -> u8 {
+    (0..layers).fold(0, |mask, l| mask | (u8::from(pass(l)) << l))
 }
 
 /// Per triangle its three edge indices (edge k joins corners k and k+1), and
