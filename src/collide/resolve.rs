@@ -105,7 +105,8 @@ mod tests;
 mod zone_rounds;
 
 use broad_phase::{
-    LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
+    EitherLayer, LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features,
+    unique_edges,
 };
 use detect::{
     apart_by_bound, ccd, collides, detect_parallel, distance_lower_bound, far_by_bound, margin,
@@ -427,6 +428,8 @@ pub struct ClothCollision {
     boxes: Vec<Aabb>,
     /// The boxes of the current search, per layer ([`LayerBoxes`]).
     layers: [LayerBoxes; 2],
+    /// Boxes holding both layers' cloth boxes in a search with two layers ([`EitherLayer`]).
+    either: EitherLayer,
     /// The tests of triangle pairs that share a vertex, built once ([`NeighbourTests`]): the
     /// tree search leaves such pairs out.
     neighbours: NeighbourTests,
@@ -526,6 +529,7 @@ impl ClothCollision {
                 LayerBoxes::new(num_vertices, triangles.len(), edges.len()),
                 LayerBoxes::new(num_vertices, triangles.len(), edges.len()),
             ],
+            either: EitherLayer::new(triangles.len(), edges.len()),
             obstacle_bvh: None,
             obstacle_boxes: Vec::new(),
             obstacle_tris: Vec::new(),

@@ -198,11 +198,25 @@ impl ClothCollision {
                 (m.point_triangle - inflate).max(0.0)
             })
         };
+        // With two layers, one box per cloth triangle and edge holding both layers' reaches:
+        // a test neither layer passes (most of them) is culled by one overlap instead of two.
+        let either = (num_layers == 2 && settings.self_collision).then(|| {
+            let [pm_swept, pm_start] = margins(0);
+            let either = &mut self.either;
+            for ((o, a), b) in either.tris.iter_mut().zip(&first.tris).zip(&second.tris) {
+                *o = a.inflate(pm_swept).union(&b.inflate(pm_start));
+            }
+            for ((o, a), b) in either.edges.iter_mut().zip(&first.edges).zip(&second.edges) {
+                *o = a.union(b);
+            }
+            &self.either
+        });
         let cloth = MeshView {
             tris: &self.tris,
             owned: &self.owned,
             tri_boxes: [&first.tris, &second.tris],
             edge_boxes: [&first.edges, &second.edges],
+            either,
             offset: 0,
         };
         let members = self.members.as_ref();
@@ -273,6 +287,7 @@ impl ClothCollision {
                 owned: &self.obstacle_owned,
                 tri_boxes: [&first.obstacle_tris, &second.obstacle_tris],
                 edge_boxes: [&first.obstacle_edges, &second.obstacle_edges],
+                either: None,
                 offset: n as u32,
             };
             stats.pool_grew |= emit_chunked(
@@ -334,6 +349,15 @@ impl NeighbourTest {
             return 0;
         }
         let [f0, f1] = self.features.map(|f| f as usize);
+        if let Some(e) = cloth.either {
+            let either = match c.kind {
+                Kind::PointTriangle => cull.points[0][f0].overlaps(&e.tris[f1]),
+                Kind::EdgeEdge => e.edges[f0].overlaps(&e.edges[f1]),
+            };
+            if !either {
+                return 0;
+            }
+        }
         let pass = |l: usize| match c.kind {
             Kind::PointTriangle => {
                 cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
@@ -656,7 +680,32 @@ pub(super) struct MeshView<'a> {
     tri_boxes: [&'a [Aabb]; 2],
     /// Per layer the edges' boxes, grown by the layer's edge margin.
     edge_boxes: [&'a [Aabb]; 2],
+    /// In a search with two layers (cloth only): the boxes that contain both layers' boxes
+    /// ([`EitherLayer`]).
+    either: Option<&'a EitherLayer>,
     offset: u32,
+}
+
+/// Per cloth triangle the union of its two layers' point–triangle reaches (its box in each
+/// layer grown by that layer's point margin), per cloth edge the union of its two layers'
+/// boxes. A test one layer's cull passes passes the cull of these boxes with the swept layer's
+/// point boxes (which hold the points at x^n of the other layer): each box holds the layer's,
+/// and boxes that hold overlapping boxes overlap. So a test these boxes do not pass passes
+/// neither layer.
+#[derive(Debug, Default)]
+pub(super) struct EitherLayer {
+    tris: Vec<Aabb>,
+    edges: Vec<Aabb>,
+}
+
+impl EitherLayer {
+    /// Boxes for `tris` triangles and `edges` edges.
+    pub(super) fn new(tris: usize, edges: usize) -> Self {
+        Self {
+            tris: vec![Aabb::EMPTY; tris],
+            edges: vec![Aabb::EMPTY; edges],
+        }
+    }
 }
 
 /// How a search culls the tests of a triangle pair: per layer the vertices' boxes and the
@@ -861,7 +910,12 @@ pub(super) fn emit_tests(
         for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
             let verts = [pg, other[0], other[1], other[2]];
-            if other.contains(&pg) || !wanted(&verts) {
+            if other.contains(&pg)
+                || omesh
+                    .either
+                    .is_some_and(|e| !cull.points[0][pg as usize].overlaps(&e.tris[u as usize]))
+                || !wanted(&verts)
+            {
                 continue;
             }
             let layers = layer_mask(cull.layers, |l| {
@@ -893,7 +947,8 @@ pub(super) fn emit_tests(
             }
             let verts = [p0, p1, q0, q1];
             let eb = ob.edges[l] as usize;
-            if !wanted(&verts) {
+            let either = am.either.zip(bm.either);
+            if either.is_some_and(|(x, y)| !x.edges[ea].overlaps(&y.edges[eb])) || !wanted(&verts) {
                 continue;
             }
             let layers = layer_mask(cull.layers, |y| {
