@@ -105,9 +105,13 @@ mod tests;
 mod zone_rounds;
 
 use broad_phase::{
-    LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features, unique_edges,
+    EitherLayer, LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features,
+    unique_edges,
 };
-use detect::{ccd, collides, detect_parallel, margin, near, pair_eta, surely_far};
+use detect::{
+    apart_by_bound, ccd, collides, detect_parallel, distance_lower_bound, far_by_bound, margin,
+    near, pair_eta, surely_far,
+};
 use members::Members;
 pub use members::{MemberMesh, MemberSettings};
 
@@ -398,7 +402,18 @@ enum Kind {
 struct Candidate {
     kind: Kind,
     verts: [u32; 4],
+    /// The layers of the search whose cull passed the test, bit `l` for layer `l`
+    /// ([`LayerBoxes`]: [`SWEPT`] for CCD, [`AT_START`] for proximity). Each layer's cull is a
+    /// necessary condition of its detection at the velocities the test was listed with, and a
+    /// listed test keeps those velocities (a search drops and lists again every test with a
+    /// changed vertex), so a detection skips the tests its layer did not pass.
+    layers: u8,
 }
+
+/// [`Candidate::layers`] bit of the swept layer (CCD from x^n to x^n + h v).
+const SWEPT: u8 = 1;
+/// [`Candidate::layers`] bit of the layer at x^n (proximity).
+const AT_START: u8 = 2;
 
 /// Per-cloth collision data: topology, trees, workspaces; sized at creation.
 #[derive(Debug)]
@@ -413,6 +428,8 @@ pub struct ClothCollision {
     boxes: Vec<Aabb>,
     /// The boxes of the current search, per layer ([`LayerBoxes`]).
     layers: [LayerBoxes; 2],
+    /// Boxes holding both layers' cloth boxes in a search with two layers ([`EitherLayer`]).
+    either: EitherLayer,
     /// The tests of triangle pairs that share a vertex, built once ([`NeighbourTests`]): the
     /// tree search leaves such pairs out.
     neighbours: NeighbourTests,
@@ -512,6 +529,7 @@ impl ClothCollision {
                 LayerBoxes::new(num_vertices, triangles.len(), edges.len()),
                 LayerBoxes::new(num_vertices, triangles.len(), edges.len()),
             ],
+            either: EitherLayer::new(triangles.len(), edges.len()),
             obstacle_bvh: None,
             obstacle_boxes: Vec::new(),
             obstacle_tris: Vec::new(),

@@ -198,11 +198,25 @@ impl ClothCollision {
                 (m.point_triangle - inflate).max(0.0)
             })
         };
+        // With two layers, one box per cloth triangle and edge holding both layers' reaches:
+        // a test neither layer passes (most of them) is culled by one overlap instead of two.
+        let either = (num_layers == 2 && settings.self_collision).then(|| {
+            let [pm_swept, pm_start] = margins(0);
+            let either = &mut self.either;
+            for ((o, a), b) in either.tris.iter_mut().zip(&first.tris).zip(&second.tris) {
+                *o = a.inflate(pm_swept).union(&b.inflate(pm_start));
+            }
+            for ((o, a), b) in either.edges.iter_mut().zip(&first.edges).zip(&second.edges) {
+                *o = a.union(b);
+            }
+            &self.either
+        });
         let cloth = MeshView {
             tris: &self.tris,
             owned: &self.owned,
             tri_boxes: [&first.tris, &second.tris],
             edge_boxes: [&first.edges, &second.edges],
+            either,
             offset: 0,
         };
         let members = self.members.as_ref();
@@ -212,6 +226,14 @@ impl ClothCollision {
             layers: num_layers,
             only: incremental.then_some(&self.changed[..]),
             apart: members.map(|m| m.apart_from_self()),
+            bound: Bound {
+                x0: &self.x0,
+                x1: &self.x1,
+                extra: &self.extra_thickness,
+                n,
+                eta,
+                eta_c,
+            },
         };
         let capacity = candidates.capacity();
         if settings.self_collision {
@@ -265,6 +287,7 @@ impl ClothCollision {
                 owned: &self.obstacle_owned,
                 tri_boxes: [&first.obstacle_tris, &second.obstacle_tris],
                 edge_boxes: [&first.obstacle_edges, &second.obstacle_edges],
+                either: None,
                 offset: n as u32,
             };
             stats.pool_grew |= emit_chunked(
@@ -300,35 +323,48 @@ impl NeighbourTest {
     /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
     #[inline]
     fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
-        if self.passes(cloth, cull) {
-            out.push(self.candidate);
+        let layers = self.passes(cloth, cull);
+        if layers != 0 {
+            let c = &self.candidate;
+            out.push(Candidate {
+                layers: cull.bound.refine(c.kind, &c.verts, layers),
+                ..*c
+            });
         }
     }
 
-    /// Whether `cull` passes the test (`cloth` gives the boxes).
+    /// The layers whose cull passes the test ([`Candidate::layers`]; 0: none, the test is
+    /// culled; `cloth` gives the boxes).
     #[inline]
-    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> bool {
+    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> u8 {
         let c = &self.candidate;
         if cull
             .only
             .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
         {
-            return false;
+            return 0;
         }
         // Neighbours are triangles of one cloth: none if that cloth does not meet itself.
         if cull.apart.is_some_and(|a| a[c.verts[0] as usize]) {
-            return false;
+            return 0;
         }
         let [f0, f1] = self.features.map(|f| f as usize);
-        let layers = 0..cull.layers;
-        match c.kind {
-            Kind::PointTriangle => layers.clone().any(|l| {
-                cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
-            }),
-            Kind::EdgeEdge => {
-                { layers }.any(|l| cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]))
+        if let Some(e) = cloth.either {
+            let either = match c.kind {
+                Kind::PointTriangle => cull.points[0][f0].overlaps(&e.tris[f1]),
+                Kind::EdgeEdge => e.edges[f0].overlaps(&e.edges[f1]),
+            };
+            if !either {
+                return 0;
             }
         }
+        let pass = |l: usize| match c.kind {
+            Kind::PointTriangle => {
+                cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
+            }
+            Kind::EdgeEdge => cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]),
+        };
+        layer_mask(cull.layers, pass)
     }
 }
 
@@ -389,6 +425,7 @@ impl NeighbourTests {
                             candidate: Candidate {
                                 kind: Kind::PointTriangle,
                                 verts: [p, other[0], other[1], other[2]],
+                                layers: 0,
                             },
                             features: [p, u],
                             pair: [a, b],
@@ -408,6 +445,7 @@ impl NeighbourTests {
                         candidate: Candidate {
                             kind: Kind::EdgeEdge,
                             verts: [p0, p1, q0, q1],
+                            layers: 0,
                         },
                         features: [oa.edges[k], ob.edges[l]],
                         pair: [a, b],
@@ -496,8 +534,13 @@ impl NeighbourTests {
                 while bits != 0 {
                     let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
                     bits &= bits - 1;
-                    if t.passes(cloth, cull) {
-                        out.push(t.candidate);
+                    let layers = t.passes(cloth, cull);
+                    if layers != 0 {
+                        let c = &t.candidate;
+                        out.push(Candidate {
+                            layers: cull.bound.refine(c.kind, &c.verts, layers),
+                            ..*c
+                        });
                     }
                 }
             }
@@ -637,7 +680,32 @@ pub(super) struct MeshView<'a> {
     tri_boxes: [&'a [Aabb]; 2],
     /// Per layer the edges' boxes, grown by the layer's edge margin.
     edge_boxes: [&'a [Aabb]; 2],
+    /// In a search with two layers (cloth only): the boxes that contain both layers' boxes
+    /// ([`EitherLayer`]).
+    either: Option<&'a EitherLayer>,
     offset: u32,
+}
+
+/// Per cloth triangle the union of its two layers' point–triangle reaches (its box in each
+/// layer grown by that layer's point margin), per cloth edge the union of its two layers'
+/// boxes. A test one layer's cull passes passes the cull of these boxes with the swept layer's
+/// point boxes (which hold the points at x^n of the other layer): each box holds the layer's,
+/// and boxes that hold overlapping boxes overlap. So a test these boxes do not pass passes
+/// neither layer.
+#[derive(Debug, Default)]
+pub(super) struct EitherLayer {
+    tris: Vec<Aabb>,
+    edges: Vec<Aabb>,
+}
+
+impl EitherLayer {
+    /// Boxes for `tris` triangles and `edges` edges.
+    pub(super) fn new(tris: usize, edges: usize) -> Self {
+        Self {
+            tris: vec![Aabb::EMPTY; tris],
+            edges: vec![Aabb::EMPTY; edges],
+        }
+    }
 }
 
 /// How a search culls the tests of a triangle pair: per layer the vertices' boxes and the
@@ -650,6 +718,55 @@ pub(super) struct Cull<'a> {
     only: Option<&'a [bool]>,
     /// Per cloth vertex of a shared stage: its cloth does not meet itself (no neighbour tests).
     apart: Option<&'a [bool]>,
+    /// What decides, for a test the boxes pass, whether a detection can still find it.
+    bound: Bound<'a>,
+}
+
+/// The separating-axis bound at listing ([`distance_lower_bound`]): a test whose layer's cull
+/// passes, but whose features the bound shows too far apart for that layer's detection at the
+/// positions and velocities it is listed with, keeps its place in the list (a CCD round's
+/// serial pass re-tests it if an impulse moves one of its vertices) with the layer's bit clear,
+/// so no detection pass visits it. The bound answers only beyond [`BOUND_SLACK`] past the
+/// detection's own threshold, as in the detection's pre-tests ([`surely_far`], [`stay_apart`]),
+/// so a cleared bit is a detection that would have answered no.
+#[derive(Clone, Copy)]
+pub(super) struct Bound<'a> {
+    /// Positions at x^n and at the end of the substep (x^n + h v), of the shared space.
+    x0: &'a [Vec3],
+    x1: &'a [Vec3],
+    /// Per vertex the thickness it adds to η ([`pair_eta`]), and the number of cloth vertices.
+    extra: &'a [f32],
+    n: usize,
+    eta: f32,
+    eta_c: f64,
+}
+
+impl Bound<'_> {
+    /// `layers` less the layers whose detection the bound shows cannot find the test `kind`
+    /// between `verts`.
+    #[inline]
+    fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
+        let start = verts.map(|i| self.x0[i as usize].as_dvec3());
+        let bound = distance_lower_bound(kind, &start);
+        if layers & AT_START != 0 {
+            let c = Candidate {
+                kind,
+                verts: *verts,
+                layers,
+            };
+            let eta = f64::from(pair_eta(self.extra, self.n, &c, self.eta));
+            if far_by_bound(kind, bound, eta) {
+                layers &= !AT_START;
+            }
+        }
+        if layers & SWEPT != 0 {
+            let end = verts.map(|i| self.x1[i as usize].as_dvec3());
+            if apart_by_bound(kind, bound, &start, &end, self.eta_c) {
+                layers &= !SWEPT;
+            }
+        }
+        layers
+    }
 }
 
 /// The boxes of one layer of a search: per vertex of the shared space (cloth, then obstacle
@@ -779,7 +896,6 @@ pub(super) fn emit_tests(
     b: (&MeshView<'_>, u32),
     cull: &Cull<'_>,
 ) {
-    let layers = 0..cull.layers;
     let wanted = |verts: &[u32; 4]| {
         cull.only
             .is_none_or(|m| verts.iter().any(|&i| m[i as usize]))
@@ -795,16 +911,23 @@ pub(super) fn emit_tests(
             let pg = p + mesh.offset;
             let verts = [pg, other[0], other[1], other[2]];
             if other.contains(&pg)
-                || !layers
-                    .clone()
-                    .any(|l| cull.points[l][pg as usize].overlaps(&reach[l]))
+                || omesh
+                    .either
+                    .is_some_and(|e| !cull.points[0][pg as usize].overlaps(&e.tris[u as usize]))
                 || !wanted(&verts)
             {
+                continue;
+            }
+            let layers = layer_mask(cull.layers, |l| {
+                cull.points[l][pg as usize].overlaps(&reach[l])
+            });
+            if layers == 0 {
                 continue;
             }
             out.push(Candidate {
                 kind: Kind::PointTriangle,
                 verts,
+                layers: cull.bound.refine(Kind::PointTriangle, &verts, layers),
             });
         }
     }
@@ -824,19 +947,30 @@ pub(super) fn emit_tests(
             }
             let verts = [p0, p1, q0, q1];
             let eb = ob.edges[l] as usize;
-            if !layers
-                .clone()
-                .any(|y| am.edge_boxes[y][ea].overlaps(&bm.edge_boxes[y][eb]))
-                || !wanted(&verts)
-            {
+            let either = am.either.zip(bm.either);
+            if either.is_some_and(|(x, y)| !x.edges[ea].overlaps(&y.edges[eb])) || !wanted(&verts) {
+                continue;
+            }
+            let layers = layer_mask(cull.layers, |y| {
+                am.edge_boxes[y][ea].overlaps(&bm.edge_boxes[y][eb])
+            });
+            if layers == 0 {
                 continue;
             }
             out.push(Candidate {
                 kind: Kind::EdgeEdge,
                 verts,
+                layers: cull.bound.refine(Kind::EdgeEdge, &verts, layers),
             });
         }
     }
+}
+
+/// The [`Candidate::layers`] mask of a test: bit `l` set for each of the first `layers` layers
+/// whose cull `pass(l)` passes.
+#[inline]
+fn layer_mask(layers: usize, pass: impl Fn(usize) -> bool) -> u8 {
+    (0..layers).fold(0, |mask, l| mask | (u8::from(pass(l)) << l))
 }
 
 /// Per triangle its three edge indices (edge k joins corners k and k+1), and

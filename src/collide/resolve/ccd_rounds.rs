@@ -115,7 +115,7 @@ impl ClothCollision {
         {
             let (x0, v, dirty) = (&self.x0, &self.v, &self.dirty);
             stats.pool_grew |= detect_parallel(candidates, found, |c| {
-                if !c.verts.iter().any(|&i| dirty[i as usize]) {
+                if c.layers & SWEPT == 0 || !c.verts.iter().any(|&i| dirty[i as usize]) {
                     return false;
                 }
                 let start = c.verts.map(|i| x0[i as usize]);

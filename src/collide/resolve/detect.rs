@@ -134,19 +134,7 @@ pub(super) fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: 
 /// so every answer is the one the exact distance alone gives.
 #[inline]
 pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f64) -> bool {
-    let split = match kind {
-        Kind::PointTriangle => 1,
-        Kind::EdgeEdge => 2,
-    };
-    let d: [DVec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
-    let mut closing = 0.0f64;
-    for a in &d[..split] {
-        for b in &d[split..] {
-            closing = closing.max((*a - *b).length_squared());
-        }
-    }
-    let closing = closing.sqrt();
-    let limit = 2.0 * 1.01 * eta_c + 1e-9;
+    let (closing, limit) = closing_and_limit(kind, start, end, eta_c);
     if distance_lower_bound(kind, start) - closing > limit + BOUND_SLACK {
         return true;
     }
@@ -160,6 +148,40 @@ pub(super) fn stay_apart(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c
         }
     };
     distance - closing > limit
+}
+
+/// The cheap half of [`stay_apart`]: true when [`distance_lower_bound`] alone shows the features
+/// farther apart at the start than their relative motion can close to a contact within `eta_c`
+/// (a true answer is one [`stay_apart`] gives too).
+/// `bound` is [`distance_lower_bound`] at `start`, computed once by the caller.
+#[inline]
+pub(super) fn apart_by_bound(
+    kind: Kind,
+    bound: f64,
+    start: &[DVec3; 4],
+    end: &[DVec3; 4],
+    eta_c: f64,
+) -> bool {
+    let (closing, limit) = closing_and_limit(kind, start, end, eta_c);
+    bound - closing > limit + BOUND_SLACK
+}
+
+/// The largest relative displacement of the two sides of a test from `start` to `end`, and the
+/// distance within which a CCD hit at `eta_c` lies ([`stay_apart`]).
+#[inline]
+fn closing_and_limit(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f64) -> (f64, f64) {
+    let split = match kind {
+        Kind::PointTriangle => 1,
+        Kind::EdgeEdge => 2,
+    };
+    let d: [DVec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
+    let mut closing = 0.0f64;
+    for a in &d[..split] {
+        for b in &d[split..] {
+            closing = closing.max((*a - *b).length_squared());
+        }
+    }
+    (closing.sqrt(), 2.0 * 1.01 * eta_c + 1e-9)
 }
 
 /// How far (m) beyond a threshold [`distance_lower_bound`] must lie before it decides a
@@ -205,7 +227,13 @@ pub(super) fn distance_lower_bound(kind: Kind, q: &[DVec3; 4]) -> f64 {
 /// `eta`; the derivation at [`margin`]).
 #[inline]
 pub(super) fn surely_far(kind: Kind, p: &[DVec3; 4], eta: f64) -> bool {
-    distance_lower_bound(kind, p) > f64::from(margin(kind, eta)) + BOUND_SLACK
+    far_by_bound(kind, distance_lower_bound(kind, p), eta)
+}
+
+/// [`surely_far`] from the [`distance_lower_bound`] `bound`, computed once by the caller.
+#[inline]
+pub(super) fn far_by_bound(kind: Kind, bound: f64, eta: f64) -> bool {
+    bound > f64::from(margin(kind, eta)) + BOUND_SLACK
 }
 
 /// Whether a stencil moving from `start` to `end` collides within `eta_c`: the cheap swept-box

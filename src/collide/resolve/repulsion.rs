@@ -32,7 +32,7 @@ impl ClothCollision {
                         .any(|&i| i as usize >= n && leave_out[i as usize - n])
             };
             stats.pool_grew |= detect_parallel(candidates, found, |c| {
-                if left_out(c) {
+                if c.layers & AT_START == 0 || left_out(c) {
                     return false;
                 }
                 let eta = f64::from(pair_eta(extra, n, c, eta));

@@ -74,6 +74,7 @@ fn every_test(
             all.push(Candidate {
                 kind: Kind::PointTriangle,
                 verts: [p, t[0], t[1], t[2]],
+                layers: SWEPT | AT_START,
             });
         }
     };
@@ -96,6 +97,7 @@ fn every_test(
             all.push(Candidate {
                 kind: Kind::EdgeEdge,
                 verts: [a[0], a[1], b[0], b[1]],
+                layers: SWEPT | AT_START,
             });
         }
     };

@@ -78,6 +78,9 @@ impl ClothCollision {
         // Detection reads x^n and x1 only: parallel.
         let (x0, x1) = (&self.x0, &self.x1);
         stats.pool_grew |= detect_parallel(candidates, found, |c| {
+            if c.layers & SWEPT == 0 {
+                return false;
+            }
             let start = c.verts.map(|i| x0[i as usize]);
             let end = c.verts.map(|i| x1[i as usize]);
             collides(c.kind, &start, &end, eta_c)
