@@ -5,6 +5,7 @@
 
 pub mod bdf2;
 pub mod contact;
+mod element_batches;
 pub mod implicit_euler;
 pub mod isometric;
 pub mod isometric_cloth;

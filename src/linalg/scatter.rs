@@ -168,6 +168,22 @@ impl ScatterPlan {
             .sum()
     }
 
+    /// Number of tasks over all phases ([`Self::task_elements`] numbers them).
+    #[must_use]
+    pub fn num_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The elements task `task` adds, in element order.
+    ///
+    /// # Panics
+    /// If `task >= self.num_tasks()`.
+    #[must_use]
+    pub fn task_elements(&self, task: usize) -> &[u32] {
+        let t = &self.tasks[task];
+        &self.order[t.first_element as usize..t.end_element as usize]
+    }
+
     /// Runs the scatter: for every phase in turn, every task in parallel calls `start` once
     /// on each of its rows (phase 0 only: phase 0's tasks cover every row, before any element
     /// adds into it), then `element(e, window)` for each of its elements in element order,
@@ -191,6 +207,32 @@ impl ScatterPlan {
         S: Fn(usize, &mut RowWindow<'_>) + Sync,
         E: Fn(usize, &mut RowWindow<'_>) -> f64 + Sync,
     {
+        self.run_by_task(pattern, blocks, rhs, start, |t, w| {
+            self.task_elements(t)
+                .iter()
+                .fold(0.0, |acc, &e| acc + element(e as usize, w))
+        })
+    }
+
+    /// [`Self::run`] with the elements of a task handed over together: `task(t, window)` adds
+    /// the elements [`Self::task_elements`]`(t)`, in that order, so a caller can evaluate
+    /// several of them at once (the kernels' SIMD lanes) and still add them in the plan's
+    /// order. Returns the sum of what `task` returned, added in a fixed order.
+    ///
+    /// # Panics
+    /// If the lengths disagree, or a task adds outside its rows.
+    pub fn run_by_task<S, T>(
+        &self,
+        pattern: &BlockPattern,
+        blocks: &mut [Mat3],
+        rhs: &mut [Vec3],
+        start: S,
+        task: T,
+    ) -> f64
+    where
+        S: Fn(usize, &mut RowWindow<'_>) + Sync,
+        T: Fn(usize, &mut RowWindow<'_>) -> f64 + Sync,
+    {
         assert_eq!(pattern.num_rows(), self.rows, "ScatterPlan::run: rows");
         assert_eq!(
             blocks.len(),
@@ -200,7 +242,8 @@ impl ScatterPlan {
         assert_eq!(rhs.len(), self.rows, "ScatterPlan::run: rhs");
         let mut sum = 0.0;
         for k in 0..PHASES {
-            let tasks = &self.tasks[self.phase_start[k]..self.phase_start[k + 1]];
+            let first = self.phase_start[k];
+            let tasks = &self.tasks[first..self.phase_start[k + 1]];
             if tasks.is_empty() {
                 continue;
             }
@@ -211,40 +254,40 @@ impl ScatterPlan {
                 blocks: &mut *blocks,
                 rhs: &mut *rhs,
             };
-            let task = |t: &Task, w: &mut RowWindow<'_>| {
+            let run_task = |i: usize, w: &mut RowWindow<'_>| {
                 if k == 0 {
+                    let t = &self.tasks[i];
                     for r in t.first_row as usize..t.end_row as usize {
                         start(r, w);
                     }
                 }
-                let list = &self.order[t.first_element as usize..t.end_element as usize];
-                list.iter()
-                    .fold(0.0, |acc, &e| acc + element(e as usize, w))
+                task(i, w)
             };
-            sum += run_tasks(tasks, window, &task);
+            sum += run_tasks(first, tasks, window, &run_task);
         }
         sum
     }
 }
 
-/// Runs `tasks` (ordered by row, disjoint) on `window`, halving the list and the window at a
-/// task's first row, the halves in parallel. The sum adds the halves' sums: a fixed tree.
-fn run_tasks<F>(tasks: &[Task], window: RowWindow<'_>, task: &F) -> f64
+/// Runs `tasks` (ordered by row, disjoint; the first is task number `first`) on `window`,
+/// halving the list and the window at a task's first row, the halves in parallel. The sum adds
+/// the halves' sums: a fixed tree.
+fn run_tasks<F>(first: usize, tasks: &[Task], window: RowWindow<'_>, task: &F) -> f64
 where
-    F: Fn(&Task, &mut RowWindow<'_>) -> f64 + Sync,
+    F: Fn(usize, &mut RowWindow<'_>) -> f64 + Sync,
 {
     match tasks {
         [] => 0.0,
-        [t] => {
+        [_] => {
             let mut w = window;
-            task(t, &mut w)
+            task(first, &mut w)
         }
         _ => {
             let mid = tasks.len() / 2;
             let (left, right) = window.split_at_row(tasks[mid].first_row as usize);
             let (a, b) = executor::join(
-                || run_tasks(&tasks[..mid], left, task),
-                || run_tasks(&tasks[mid..], right, task),
+                || run_tasks(first, &tasks[..mid], left, task),
+                || run_tasks(first + mid, &tasks[mid..], right, task),
             );
             a + b
         }

@@ -80,12 +80,45 @@ struct StretchBlocks<const N: usize> {
 
 impl<const N: usize> ElementSystem<N> {
     /// No blocks and no rows (a degenerate hinge).
-    const ZERO: Self = Self {
+    pub const ZERO: Self = Self {
         energy: 0.0,
         rhs: [Vec3::ZERO; N],
         g: [Vec3A::ZERO; N],
         stretch: None,
     };
+
+    /// A hinge's share: rows `rhs` and `A_ml = ĝ_m ĝ_lᵀ` with `ĝ = g`.
+    pub(crate) fn hinge(energy: f64, rhs: [Vec3; N], g: [Vec3A; N]) -> Self {
+        Self {
+            energy,
+            rhs,
+            g,
+            stretch: None,
+        }
+    }
+
+    /// A triangle's share: rows `rhs` and `A_ml = α_m α_l M_u + β_m β_l M_v + ĝ_m ĝ_lᵀ`.
+    pub(crate) fn membrane(
+        energy: f64,
+        rhs: [Vec3; N],
+        g: [Vec3A; N],
+        alpha: [f32; N],
+        beta: [f32; N],
+        m_u: Mat3A,
+        m_v: Mat3A,
+    ) -> Self {
+        Self {
+            energy,
+            rhs,
+            g,
+            stretch: Some(StretchBlocks {
+                alpha,
+                beta,
+                m_u,
+                m_v,
+            }),
+        }
+    }
 
     /// The block `A_ml` (kg), `m, l < N`.
     #[inline]

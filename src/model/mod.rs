@@ -9,6 +9,8 @@
 //!   (Baraff & Witkin 1998, *Cloth forces* and *Damping*), including the definiteness treatment the implicit solver needs.
 //! - [`bw_system`]: the same elements (definite treatment) written straight into the implicit Euler
 //!   system's blocks and right-hand side, using the rank-one structure of every condition.
+//! - [`bw_lanes`]: the same definite kernels evaluated eight elements at a time in `f32` lanes (SIMD),
+//!   the assembly's path, tested against [`bw_system`].
 //! - [`constraint`]: the [`constraint::ConstraintSet`] interface between scalar constraint families and the
 //!   projection solvers (Wang 2012).
 //! - [`dihedral`]: the hinge angle θ, its gradient and its exact Hessian (Bridson, Marino & Fedkiw 2003),
@@ -22,6 +24,7 @@
 #![deny(unsafe_code)]
 
 pub mod baraff_witkin;
+pub mod bw_lanes;
 pub mod bw_system;
 pub mod constraint;
 pub mod dihedral;
