@@ -2585,12 +2585,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn solve_on_an_earlier_factor_matches_dense_without_refactoring() {
-        // The system of `direct_solve_with_contact_rows_matches_dense`, solved once (a
-        // factorisation), then again with the node masses changed by up to 1 %: PCG on the
-        // first factor (FactorReuse) solves it to the dense Cholesky's answer without a second
-        // factorisation.
+    /// The system of the contact-row direct-solve tests: K of eq. 3.25 / 3.30 on a jittered 5×5
+    /// grid (edge lengths and six soft springs) with the contact rows of three nodes — a hard
+    /// normal row with two soft tangents, a lone hard normal row, and a released normal row
+    /// with its tangents — and a random right-hand side (zero on the released rows).
+    struct ContactRowsSystem {
+        proj: GaussNewtonProjection,
+        inv_mass: Vec<f64>,
+        b: Vec<f64>,
+        rows: usize,
+        cloth_rows: usize,
+        rng: SplitMix64,
+    }
+
+    fn contact_rows_system() -> ContactRowsSystem {
         let (x0, edges) = grid(5, 0.1, false);
         let mut rng = SplitMix64::new(21);
         let x: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.02)).collect();
@@ -2637,6 +2645,30 @@ mod tests {
                 }
             })
             .collect();
+        ContactRowsSystem {
+            proj,
+            inv_mass,
+            b,
+            rows,
+            cloth_rows,
+            rng,
+        }
+    }
+
+    #[test]
+    fn solve_on_an_earlier_factor_matches_dense_without_refactoring() {
+        // The system of `contact_rows_system`, solved once (a
+        // factorisation), then again with the node masses changed by up to 1 %: PCG on the
+        // first factor (FactorReuse) solves it to the dense Cholesky's answer without a second
+        // factorisation.
+        let ContactRowsSystem {
+            mut proj,
+            inv_mass,
+            b,
+            rows,
+            mut rng,
+            ..
+        } = contact_rows_system();
         let mut chol = SparseCholesky::new(&proj.k_cloth, Ordering::Amd, CholeskyThreads::One)
             .expect("symbolic");
         let GaussNewtonProjection {
@@ -2725,52 +2757,14 @@ mod tests {
         // two soft tangents, a lone hard normal row, and a released normal row with its
         // tangents; the direct solve (contacts eliminated per vertex, sparse Cholesky of the
         // cloth block) against faer's dense Cholesky of the whole K.
-        let (x0, edges) = grid(5, 0.1, false);
-        let mut rng = SplitMix64::new(21);
-        let x: Vec<DVec3> = x0.iter().map(|p| *p + rng.vec3(0.02)).collect();
-        let set = EdgeLengths::new(&edges, &x0);
-        let spring = SpringResidual::new(&edges[..6], 0.01, 100.0);
-        let mut inv_mass: Vec<f64> = (0..x.len()).map(|_| rng.uniform(0.5, 2.0)).collect();
-        inv_mass[0] = 0.0;
-        let mut proj = GaussNewtonProjection::new(x.len(), &[&set, &spring], 8);
-        let normal = DVec3::new(0.3, 1.0, -0.2).normalize();
-        let (t1, t2) = normal.any_orthonormal_pair();
-        for (v, compliances) in [
-            (6u32, &[0.0, 1e-3, 1e-3][..]),
-            (12, &[0.0]),
-            (18, &[0.0, 1e-3, 1e-3]),
-        ] {
-            for (k, &c) in compliances.iter().enumerate() {
-                proj.push_contact(ContactRow {
-                    vertex: v,
-                    direction: [normal, t1, t2][k],
-                    target: 0.0,
-                    compliance: c,
-                    unilateral: k == 0,
-                    speculative: false,
-                });
-            }
-        }
-        let rows = proj.num_cloth_rows() + proj.contacts.len();
-        let cloth_rows = proj.num_cloth_rows();
-        let n_set = set.len();
-        set.gradients(&x, &mut proj.gradients[..2 * n_set]);
-        spring.gradients(&x, &mut proj.gradients[2 * n_set..]);
-        proj.diag[..n_set].fill(0.0);
-        proj.diag[n_set..cloth_rows].fill(1.0);
-        // Node 18's rows are released: direction 0, D = 1 (refresh_contact_diagonal).
-        let last = proj.contacts.len();
-        proj.contact_active[last - 3..].fill(false);
-        proj.refresh_contact_diagonal();
-        let b: Vec<f64> = (0..rows)
-            .map(|a| {
-                if a >= rows - 3 {
-                    0.0
-                } else {
-                    rng.uniform(-1.0, 1.0)
-                }
-            })
-            .collect();
+        let ContactRowsSystem {
+            mut proj,
+            inv_mass,
+            b,
+            rows,
+            cloth_rows,
+            ..
+        } = contact_rows_system();
         let mut chol = SparseCholesky::new(&proj.k_cloth, Ordering::Amd, CholeskyThreads::One)
             .expect("symbolic");
         let GaussNewtonProjection {
