@@ -356,6 +356,31 @@ mod tests {
         (k, b)
     }
 
+    /// Factors `k` with `ordering`, solves `k z = b` and checks `z` against faer's dense
+    /// Cholesky to 1e-10 of the largest entry.
+    fn assert_solves_like_dense(k: &SymCsr, b: &[f64], ordering: Ordering) {
+        let n = k.num_rows();
+        let dense = k.to_dense();
+        let m = faer::Mat::<f64>::from_fn(n, n, |r, c| dense[r * n + c]);
+        let reference = m
+            .llt(faer::Side::Lower)
+            .expect("SPD")
+            .solve(faer::Mat::<f64>::from_fn(n, 1, |r, _| b[r]));
+        let mut chol = SparseCholesky::new(k, ordering, CholeskyThreads::One).expect("symbolic");
+        chol.factor(k).expect("SPD");
+        let mut z = b.to_vec();
+        chol.solve_in_place(&mut z);
+        let scale = (0..n).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
+        for i in 0..n {
+            assert!(
+                (z[i] - reference[(i, 0)]).abs() <= 1e-10 * scale,
+                "{ordering:?} row {i}: {} vs {}",
+                z[i],
+                reference[(i, 0)]
+            );
+        }
+    }
+
     #[test]
     fn sparse_solve_matches_dense_cholesky() {
         for (seed, ordering) in [
@@ -365,27 +390,7 @@ mod tests {
             (4, Ordering::NestedDissection),
         ] {
             let (k, b) = system(60, 25, seed);
-            let n = k.num_rows();
-            let dense = k.to_dense();
-            let m = faer::Mat::<f64>::from_fn(n, n, |r, c| dense[r * n + c]);
-            let reference = m
-                .llt(faer::Side::Lower)
-                .expect("SPD")
-                .solve(faer::Mat::<f64>::from_fn(n, 1, |r, _| b[r]));
-            let mut chol =
-                SparseCholesky::new(&k, ordering, CholeskyThreads::One).expect("symbolic");
-            chol.factor(&k).expect("SPD");
-            let mut z = b.clone();
-            chol.solve_in_place(&mut z);
-            let scale = (0..n).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
-            for i in 0..n {
-                assert!(
-                    (z[i] - reference[(i, 0)]).abs() <= 1e-10 * scale,
-                    "{ordering:?} row {i}: {} vs {}",
-                    z[i],
-                    reference[(i, 0)]
-                );
-            }
+            assert_solves_like_dense(&k, &b, ordering);
         }
     }
 
@@ -422,27 +427,7 @@ mod tests {
     fn nested_dissection_solves_a_mesh_system_like_the_dense_cholesky() {
         // 675 rows: large enough that the dissection splits the graph before AMD takes over.
         let (k, b) = grid_edge_system(16, 11);
-        let n = k.num_rows();
-        let dense = k.to_dense();
-        let m = faer::Mat::<f64>::from_fn(n, n, |r, c| dense[r * n + c]);
-        let reference = m
-            .llt(faer::Side::Lower)
-            .expect("SPD")
-            .solve(faer::Mat::<f64>::from_fn(n, 1, |r, _| b[r]));
-        let mut chol = SparseCholesky::new(&k, Ordering::NestedDissection, CholeskyThreads::One)
-            .expect("symbolic");
-        chol.factor(&k).expect("SPD");
-        let mut z = b.clone();
-        chol.solve_in_place(&mut z);
-        let scale = (0..n).fold(0.0f64, |m, i| m.max(reference[(i, 0)].abs()));
-        for i in 0..n {
-            assert!(
-                (z[i] - reference[(i, 0)]).abs() <= 1e-10 * scale,
-                "row {i}: {} vs {}",
-                z[i],
-                reference[(i, 0)]
-            );
-        }
+        assert_solves_like_dense(&k, &b, Ordering::NestedDissection);
     }
 
     #[test]
