@@ -323,14 +323,21 @@ impl NeighbourTest {
     /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
     #[inline]
     fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
-        let layers = self.passes(cloth, cull);
-        if layers != 0 {
-            let c = &self.candidate;
-            out.push(Candidate {
-                layers: cull.bound.refine(c.kind, &c.verts, layers),
-                ..*c
-            });
+        if let Some(c) = self.passed(cloth, cull) {
+            out.push(c);
         }
+    }
+
+    /// The test's candidate, marked with the layers `cull` passes (`cloth` gives the boxes), or
+    /// `None` when it passes none.
+    #[inline]
+    fn passed(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> Option<Candidate> {
+        let layers = self.passes(cloth, cull);
+        let c = &self.candidate;
+        (layers != 0).then(|| Candidate {
+            layers: cull.bound.refine(c.kind, &c.verts, layers),
+            ..*c
+        })
     }
 
     /// The layers whose cull passes the test ([`Candidate::layers`]; 0: none, the test is
@@ -534,13 +541,8 @@ impl NeighbourTests {
                 while bits != 0 {
                     let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
                     bits &= bits - 1;
-                    let layers = t.passes(cloth, cull);
-                    if layers != 0 {
-                        let c = &t.candidate;
-                        out.push(Candidate {
-                            layers: cull.bound.refine(c.kind, &c.verts, layers),
-                            ..*c
-                        });
+                    if let Some(c) = t.passed(cloth, cull) {
+                        out.push(c);
                     }
                 }
             }
