@@ -104,10 +104,13 @@ struct Dissection<'a> {
     stamp: u32,
 }
 
-impl Dissection<'_> {
-    fn neighbours(&self, r: u32) -> impl Iterator<Item = u32> + '_ {
+impl<'a> Dissection<'a> {
+    /// The rows coupled to row `r`, itself left out; borrows the pattern only, so the caller
+    /// may update the scratch while it walks them.
+    fn neighbours(&self, r: u32) -> impl Iterator<Item = u32> + use<'a> {
         let r = r as usize;
-        self.cols[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+        let cols: &'a [u32] = self.cols;
+        cols[self.offsets[r] as usize..self.offsets[r + 1] as usize]
             .iter()
             .copied()
             .filter(move |&c| c as usize != r)
@@ -137,13 +140,8 @@ impl Dissection<'_> {
             head += 1;
             let l = self.level[r as usize];
             depth = depth.max(l + 1);
-            let (a, b) = (
-                self.offsets[r as usize] as usize,
-                self.offsets[r as usize + 1] as usize,
-            );
-            for k in a..b {
-                let c = self.cols[k];
-                if self.part[c as usize] == self.stamp && self.level[c as usize] == u32::MAX {
+            for c in self.neighbours(r) {
+                if self.in_part(c) && self.level[c as usize] == u32::MAX {
                     self.level[c as usize] = l + 1;
                     self.queue.push(c);
                 }
@@ -168,13 +166,8 @@ impl Dissection<'_> {
             while head < comp.len() {
                 let r = comp[head];
                 head += 1;
-                let (a, b) = (
-                    self.offsets[r as usize] as usize,
-                    self.offsets[r as usize + 1] as usize,
-                );
-                for k in a..b {
-                    let c = self.cols[k];
-                    if self.part[c as usize] == self.stamp && self.level[c as usize] == u32::MAX {
+                for c in self.neighbours(r) {
+                    if self.in_part(c) && self.level[c as usize] == u32::MAX {
                         self.level[c as usize] = 0;
                         comp.push(c);
                     }
