@@ -54,9 +54,10 @@ fn rotating_ball_isometric_holds_its_rows_and_stays_intersection_free() {
             .expect("the sample's cloth is isometric");
         let (last, now) = (iso.last_step(), iso.direct_solve_times());
         println!(
-            "frame {frame}: row strain {:.2e}, base-edge strain {:.2e}, Newton {} ({} unconverged), fail-safe moved {}, {:.0} ms (factor {:.0} ms, solve {:.0} ms, analyses {}); last substep: {} self-contact rows, {} active",
+            "frame {frame}: row strain {:.2e}, base-edge strain {:.2e} ({:.2e} end to end), Newton {} ({} unconverged), fail-safe moved {}, {:.0} ms (factor {:.0} ms, solve {:.0} ms, analyses {}); last substep: {} self-contact rows, {} active",
             stats.row_strain,
             stats.base_strain_midpoint,
+            stats.base_strain_end_to_end,
             stats.newton_iterations,
             stats.newton_unconverged,
             stats.failsafe_moved,

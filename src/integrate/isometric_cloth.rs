@@ -746,6 +746,135 @@ mod tests {
         assert!(flat.bending_energy() > 1e-6, "{}", flat.bending_energy());
     }
 
+    /// One step of a 1 m sheet of `n × n` base vertices (bending stiffness `k_b`, no gravity, at
+    /// rest) whose nodes start at `start(rest position)`. Returns the width it ends at along
+    /// x, the row strain and the base-edge strain.
+    fn sheet_step(
+        n: u32,
+        k_b: f64,
+        tolerance: f64,
+        start: impl Fn(usize, DVec3) -> DVec3,
+    ) -> (f64, f64, BaseEdgeStrain) {
+        let mut desc = IsometricDesc {
+            bending_stiffness: k_b,
+            ..IsometricDesc::default()
+        };
+        desc.step.projection.tolerance = tolerance;
+        let mut c = IsometricCloth::new(&sheet(n), desc).expect("cloth");
+        let rest = c.subdivision().rest_positions();
+        let mut x: Vec<Vec3> = rest
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| start(i, p).as_vec3())
+            .collect();
+        let n = x.len();
+        let mut v = vec![Vec3::ZERO; n];
+        let mass: Vec<f32> = c
+            .subdivision()
+            .lumped_node_areas(&rest)
+            .iter()
+            .map(|a| (0.1 * a) as f32)
+            .collect();
+        let inv_mass: Vec<f32> = mass.iter().map(|m| 1.0 / m).collect();
+        let collision = CollisionSettings {
+            self_collision: false,
+            ..CollisionSettings::default()
+        };
+        c.step(
+            1.0 / 480.0,
+            &mut x,
+            &mut v,
+            &mass,
+            &inv_mass,
+            &vec![Vec3::ZERO; n],
+            0.0,
+            &[],
+            &collision,
+            &ObstacleMeshes::NONE,
+            &[],
+            50,
+            1000,
+            &mut || false,
+        );
+        let (lo, hi) = x
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.x), hi.max(p.x))
+            });
+        (f64::from(hi - lo), c.row_strain(), c.base_edge_strain())
+    }
+
+    /// [`sheet_step`] on 9 × 9 base vertices (`k_b` = 10⁻⁵ J) squeezed to 97 % in its own
+    /// plane, with `noise` metres of out-of-plane offset on its nodes (a fixed hash of the node
+    /// index).
+    fn squeezed_sheet_step(noise: f64) -> (f64, f64, BaseEdgeStrain) {
+        let centre = DVec3::new(0.0, 1.0, 0.0);
+        sheet_step(9, 1e-5, 1e-3, |i, p| {
+            let d = p - centre;
+            let hash = ((i as u64).wrapping_mul(2_654_435_761) % 1000) as f64 / 500.0 - 1.0;
+            centre + DVec3::new(0.97 * d.x, d.y + noise * hash, 0.97 * d.z)
+        })
+    }
+
+    /// [`sheet_step`] on `n × n` base vertices without bending stiffness, started wrapped
+    /// without stretch round a cylinder along z of curvature `kappa` (1/m), whose axis lies
+    /// above the sheet's centre.
+    fn bent_sheet_step(n: u32, kappa: f64) -> (f64, f64, BaseEdgeStrain) {
+        sheet_step(n, 0.0, 1e-7, |_, p| {
+            let angle = kappa * p.x;
+            DVec3::new(angle.sin() / kappa, p.y + (1.0 - angle.cos()) / kappa, p.z)
+        })
+    }
+
+    /// A smooth bend of curvature `κ` leaves the base edges of the isometric cloth stretched
+    /// through their red nodes by a strain that grows like `(κ ℓ)²` (`ℓ` the base edge
+    /// length), with every row within the tolerance: the extrapolations of a black node's
+    /// triangles disagree by `O(κ ℓ²)` across the surface, which changes a half edge's length
+    /// to second order (`docs/methods/isometric-contact.md` §7).
+    #[test]
+    fn a_smooth_bend_stretches_base_edges_by_the_square_of_curvature_times_edge() {
+        let n = 17;
+        let l = 1.0 / f64::from(n - 1);
+        let mut strains = Vec::new();
+        for kl in [0.05, 0.1, 0.2, 0.4] {
+            let (_, rows, base) = bent_sheet_step(n, kl / l);
+            eprintln!(
+                "kappa l = {kl}: row strain {rows:.2e}, base-edge strain {:.3e} through the red node, {:.3e} end to end",
+                base.through_midpoint, base.end_to_end
+            );
+            assert!(rows <= 1e-6, "kappa l = {kl}: row strain {rows:.2e}");
+            strains.push(base.through_midpoint);
+        }
+        for w in strains.windows(2) {
+            let ratio = w[1] / w[0];
+            assert!((3.0..5.0).contains(&ratio), "{strains:?}");
+        }
+    }
+
+    /// What the rows of Wang 2012 (eq. 3.1, 3.3, 3.4) hold of the base edges
+    /// (`docs/methods/isometric-contact.md` §7). In the plane they hold the whole sheet: a
+    /// flat sheet squeezed in its plane is projected back to its rest shape, base edges
+    /// included. Out of the plane they do not: with a millimetre of out-of-plane roughness
+    /// the projection meets every row mostly by tilting middle triangles out of the plane
+    /// rather than by opening the sheet, and each black node, at the mean of its triangles'
+    /// extrapolations, is then off the ones that disagree with the mean: base edges (through
+    /// the red node) end stretched or compressed by more than ten times the tolerance.
+    #[test]
+    fn rows_hold_the_base_edges_of_a_flat_sheet_but_not_of_a_rough_one() {
+        let (width, rows, base) = squeezed_sheet_step(0.0);
+        assert!(rows <= 1e-3, "flat: row strain {rows:.2e}");
+        assert!((width - 1.0).abs() < 1e-4, "flat: width {width:.5}");
+        assert!(base.through_midpoint < 1e-4, "flat: {base:?}");
+
+        let (width, rows, base) = squeezed_sheet_step(1e-3);
+        eprintln!(
+            "rough: width {width:.4}, row strain {rows:.2e}, base-edge strain {:.2e} through the red node, {:.2e} end to end",
+            base.through_midpoint, base.end_to_end
+        );
+        assert!(rows <= 1e-3, "rough: row strain {rows:.2e}");
+        assert!(base.through_midpoint > 1e-2, "rough: {base:?}");
+    }
+
     #[test]
     fn bad_settings_are_typed_errors() {
         let d = IsometricDesc {
