@@ -506,10 +506,19 @@ impl MembraneLanes {
         let g = [0, 1, 2].map(|m| Spread::new(self.g[m][k]));
         let (alpha, beta) = (self.alpha.map(|a| a.0[k]), self.beta.map(|b| b.0[k]));
         let (m_u, m_v) = (self.m_u.lane(k), self.m_v.lane(k));
+        // The stretch part of `(m, l)` and of `(l, m)` is one packed block: `α_m α_l = α_l α_m` and
+        // `M_u`, `M_v` are symmetric entry by entry, so it is its own transpose.
+        let stretch =
+            |m: usize, l: usize| m_u.scale(alpha[m] * alpha[l]) + m_v.scale(beta[m] * beta[l]);
+        let off = [stretch(0, 1), stretch(0, 2), stretch(1, 2)];
         for m in 0..3 {
             for l in 0..3 {
-                let stretch = m_u.scale(alpha[m] * alpha[l]) + m_v.scale(beta[m] * beta[l]);
-                add(m, l, Spread::outer(&g[m], &g[l]) + stretch);
+                let s = if m == l {
+                    stretch(m, m)
+                } else {
+                    off[m + l - 1]
+                };
+                add(m, l, Spread::outer(&g[m], &g[l]) + s);
             }
         }
     }
