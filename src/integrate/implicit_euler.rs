@@ -35,8 +35,8 @@ use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
     membrane_element, stretch_measure,
 };
-use crate::model::bw_lanes::{LANES, Vec3Lanes, bend_lanes, membrane_lanes};
-use crate::model::bw_system::{BendingStiffness, ElementSystem};
+use crate::model::bw_lanes::{HingeLanes, MembraneLanes, Vec3Lanes, bend_lanes, membrane_lanes};
+use crate::model::bw_system::BendingStiffness;
 
 use super::element_batches::ElementBatches;
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
@@ -602,9 +602,7 @@ impl ImplicitEuler {
         // h (f_ext − c m v) in b; then the elements add their shares in the plan's order, in
         // parallel over disjoint rows: the same sums in the same order for any thread count.
         let start = |r: usize, w: &mut RowWindow<'_>| {
-            for s in w.row_slots(r) {
-                *w.block_mut(s as u32) = Mat3::ZERO;
-            }
+            w.row_blocks_mut(r).fill(Mat3::ZERO);
             let m = mass[r] + hf * (air_damping * mass[r]);
             let diag = w.diag_slot(r);
             *w.block_mut(diag) = Mat3::from_diagonal(Vec3::splat(m));
@@ -642,7 +640,7 @@ impl ImplicitEuler {
         let task = |t: usize, w: &mut RowWindow<'_>| -> f64 {
             let (tri_batches, hinge_batches) = batches.of_task(t);
             let mut energy = 0.0;
-            let mut tri_out = [ElementSystem::<3>::ZERO; LANES];
+            let mut tri_out = MembraneLanes::ZERO;
             for (batch, rest) in batches.triangles[tri_batches.clone()]
                 .iter()
                 .zip(&batches.triangle_rest[tri_batches])
@@ -670,10 +668,16 @@ impl ImplicitEuler {
                     &mut tri_out,
                 );
                 for k in used {
-                    energy += add_symmetric(w, &batch.verts[k], &batch.slots[k], &tri_out[k]);
+                    energy += tri_out.energy(k);
+                    let slots = &batch.slots[k];
+                    add_rows(w, &batch.verts[k], &tri_out.rhs(k));
+                    let (blocks, first) = w.blocks_mut();
+                    tri_out.blocks(k, |m, l, b| {
+                        b.add_to(&mut blocks[slots[3 * m + l] as usize - first]);
+                    });
                 }
             }
-            let mut hinge_out = [ElementSystem::<4>::ZERO; LANES];
+            let mut hinge_out = HingeLanes::ZERO;
             for (batch, rest) in batches.hinges[hinge_batches.clone()]
                 .iter()
                 .zip(&batches.hinge_rest[hinge_batches])
@@ -702,7 +706,15 @@ impl ImplicitEuler {
                     &mut hinge_out,
                 );
                 for k in used {
-                    energy += add_symmetric(w, &batch.verts[k], &batch.slots[k], &hinge_out[k]);
+                    energy += hinge_out.energy(k);
+                    let slots = &batch.slots[k];
+                    add_rows(w, &batch.verts[k], &hinge_out.rhs(k));
+                    if hinge_out.has_blocks(k) {
+                        let (blocks, first) = w.blocks_mut();
+                        hinge_out.blocks(k, |m, l, b| {
+                            b.add_to(&mut blocks[slots[4 * m + l] as usize - first]);
+                        });
+                    }
                 }
             }
             energy
@@ -898,30 +910,13 @@ fn first3(a: &[DVec3; 4]) -> [DVec3; 3] {
     [a[0], a[1], a[2]]
 }
 
-/// Adds an element's share from a definite kernel: its rows of `b`, the upper triangle of its
-/// blocks (diagonal included) and each off-diagonal block's transpose, which is exactly the
-/// block `(l, m)` ([`ElementSystem`]). Returns the element's energy.
+/// Adds an element's rows of `b` from a definite kernel (its blocks are added from their packed
+/// form, [`crate::model::bw_lanes::PackedBlock::add_to`]).
 #[inline]
-fn add_symmetric<const N: usize>(
-    w: &mut RowWindow<'_>,
-    verts: &[u32; N],
-    slots: &[u32],
-    sys: &ElementSystem<N>,
-) -> f64 {
-    for (&i, r) in verts.iter().zip(&sys.rhs) {
+fn add_rows<const N: usize>(w: &mut RowWindow<'_>, verts: &[u32; N], rhs: &[Vec3; N]) {
+    for (&i, r) in verts.iter().zip(rhs) {
         *w.rhs_mut(i) += *r;
     }
-    if sys.has_blocks() {
-        for m in 0..N {
-            *w.block_mut(slots[N * m + m]) += sys.block(m, m);
-            for l in m + 1..N {
-                let b = sys.block(m, l);
-                *w.block_mut(slots[N * m + l]) += b;
-                *w.block_mut(slots[N * l + m]) += b.transpose();
-            }
-        }
-    }
-    sys.energy
 }
 
 /// `docs/methods/baraff-witkin.md` (2.14) from a general kernel's force and Jacobians: A gets

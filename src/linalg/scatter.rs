@@ -337,6 +337,13 @@ impl<'a> RowWindow<'a> {
         &mut self.blocks[slot as usize - self.first_slot]
     }
 
+    /// The window's blocks and the global slot of the first: global slot `s` is
+    /// `blocks[s - first]`. For a loop over many slots, which can then keep both in registers.
+    #[inline]
+    pub fn blocks_mut(&mut self) -> (&mut [Mat3], usize) {
+        (&mut *self.blocks, self.first_slot)
+    }
+
     /// The right-hand side's entry of global `row` (one of the window's rows).
     ///
     /// # Panics
@@ -351,6 +358,16 @@ impl<'a> RowWindow<'a> {
     #[must_use]
     pub fn row_slots(&self, row: usize) -> std::ops::Range<usize> {
         self.pattern.row_range(row)
+    }
+
+    /// The blocks of global `row` (one of the window's rows), in slot order.
+    ///
+    /// # Panics
+    /// If `row` is outside the window.
+    #[inline]
+    pub fn row_blocks_mut(&mut self, row: usize) -> &mut [Mat3] {
+        let slots = self.pattern.row_range(row);
+        &mut self.blocks[slots.start - self.first_slot..slots.end - self.first_slot]
     }
 
     /// The slot of global `row`'s diagonal block.

@@ -37,7 +37,7 @@
 use std::f32::consts::{FRAC_PI_2, FRAC_PI_4, PI, TAU};
 use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
 
-use glam::{Mat3A, Vec3, Vec3A};
+use glam::{Mat3, Mat3A, Mat4, Vec3, Vec3A, Vec4, Vec4Swizzles};
 
 use super::baraff_witkin::{BendParams, HingeRest, MembraneParams, TriangleRest};
 use super::bw_system::{BendingStiffness, ElementSystem};
@@ -316,13 +316,297 @@ impl Sym3Lanes {
         ])
     }
 
+    /// Every lane as a packed block (its entries in [`Mat3`]'s column-major order).
     #[inline(always)]
-    fn lane(&self, k: usize) -> Mat3A {
-        let [xx, yy, zz, xy, xz, yz] = self.0.map(|e| e.0[k]);
-        Mat3A::from_cols(
-            Vec3A::new(xx, xy, xz),
-            Vec3A::new(xy, yy, yz),
-            Vec3A::new(xz, yz, zz),
+    fn packed(&self) -> PackedLanes {
+        let [xx, yy, zz, xy, xz, yz] = &self.0;
+        PackedLanes {
+            lo: by_lane([xx, xy, xz, xy]),
+            hi: by_lane([yy, yz, xz, yz]),
+            last: *zz,
+        }
+    }
+}
+
+/// A 3×3 block as it is added into `A`: entries `0..4` and `4..8` of [`Mat3`]'s column-major array in
+/// two packed registers, and entry `8`. Entry `3c + r` is row `r`, column `c`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PackedBlock {
+    lo: Vec4,
+    hi: Vec4,
+    last: f32,
+}
+
+impl PackedBlock {
+    /// `self · s`, entry by entry.
+    #[inline(always)]
+    fn scale(self, s: f32) -> Self {
+        Self {
+            lo: self.lo * s,
+            hi: self.hi * s,
+            last: self.last * s,
+        }
+    }
+
+    /// The block as a matrix.
+    #[must_use]
+    pub fn to_mat3(self) -> Mat3 {
+        let mut m = Mat3::ZERO;
+        self.add_to(&mut m);
+        m
+    }
+
+    /// `dst += self`, entry by entry: two packed additions and one scalar one.
+    #[inline(always)]
+    pub fn add_to(self, dst: &mut Mat3) {
+        let a: &mut [f32; 9] = dst.as_mut();
+        (Vec4::from_slice(&a[0..4]) + self.lo).write_to_slice(&mut a[0..4]);
+        (Vec4::from_slice(&a[4..8]) + self.hi).write_to_slice(&mut a[4..8]);
+        a[8] += self.last;
+    }
+}
+
+impl Add for PackedBlock {
+    type Output = Self;
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Self {
+            lo: self.lo + o.lo,
+            hi: self.hi + o.hi,
+            last: self.last + o.last,
+        }
+    }
+}
+
+/// `out[k] = (rows[0][k], rows[1][k], rows[2][k], rows[3][k])`: four quantities of every lane side by
+/// side, by 4×4 transposes of the lanes.
+#[inline(always)]
+fn by_lane(rows: [&Lanes; 4]) -> [Vec4; LANES] {
+    let quarter = |q: usize| {
+        let col = |r: &Lanes| Vec4::new(r.0[q], r.0[q + 1], r.0[q + 2], r.0[q + 3]);
+        Mat4::from_cols(col(rows[0]), col(rows[1]), col(rows[2]), col(rows[3])).transpose()
+    };
+    let (a, b) = (quarter(0), quarter(4));
+    [
+        a.x_axis, a.y_axis, a.z_axis, a.w_axis, b.x_axis, b.y_axis, b.z_axis, b.w_axis,
+    ]
+}
+
+/// A vector per lane as `(x, y, z, x)`, what [`Spread`] is formed from.
+#[inline(always)]
+fn xyzx(v: &Vec3Lanes) -> [Vec4; LANES] {
+    by_lane([&v.x, &v.y, &v.z, &v.x])
+}
+
+/// A block per lane in packed form ([`PackedBlock`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PackedLanes {
+    lo: [Vec4; LANES],
+    hi: [Vec4; LANES],
+    last: Lanes,
+}
+
+impl PackedLanes {
+    const ZERO: Self = Self {
+        lo: [Vec4::ZERO; LANES],
+        hi: [Vec4::ZERO; LANES],
+        last: Lanes::splat(0.0),
+    };
+
+    #[inline(always)]
+    fn lane(&self, k: usize) -> PackedBlock {
+        PackedBlock {
+            lo: self.lo[k],
+            hi: self.hi[k],
+            last: self.last.0[k],
+        }
+    }
+}
+
+/// One lane's vector `g` with its coordinates arranged for the packed outer products [`Spread::outer`]:
+/// `g hᵀ` is then two packed products and a scalar one.
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    /// As the left factor, for entries `0..4` and `4..8`: `(x, y, z, x)` and `(y, z, x, y)`.
+    left: [Vec4; 2],
+    /// As the right factor: `(x, x, x, y)` and `(y, y, z, z)`.
+    right: [Vec4; 2],
+    z: f32,
+}
+
+impl Spread {
+    /// `g` given as `(x, y, z, x)`.
+    #[inline(always)]
+    fn new(xyzx: Vec4) -> Self {
+        Self {
+            left: [xyzx, xyzx.yzxy()],
+            right: [xyzx.xxxy(), xyzx.yyzz()],
+            z: xyzx.z,
+        }
+    }
+
+    /// `a bᵀ`: entry `(r, c)` is the one product `a_r b_c`, so `b aᵀ` is exactly its transpose.
+    #[inline(always)]
+    fn outer(a: &Self, b: &Self) -> PackedBlock {
+        PackedBlock {
+            lo: a.left[0] * b.right[0],
+            hi: a.left[1] * b.right[1],
+            last: a.z * b.z,
+        }
+    }
+}
+
+/// What [`membrane_lanes`] gives for [`LANES`] triangles: lane `k` holds triangle `k`'s energy, rows of
+/// `b` and the factors of its blocks `A_ml = α_m α_l M_u + β_m β_l M_v + ĝ_m ĝ_lᵀ` ([`ElementSystem`]),
+/// `ĝ_m`, `M_u` and `M_v` already by lane in the arrangement the packed blocks read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MembraneLanes {
+    energy: Lanes,
+    rhs: [Vec3Lanes; 3],
+    /// `ĝ_m` of every lane as `(x, y, z, x)`.
+    g: [[Vec4; LANES]; 3],
+    alpha: [Lanes; 3],
+    beta: [Lanes; 3],
+    m_u: PackedLanes,
+    m_v: PackedLanes,
+}
+
+impl MembraneLanes {
+    /// Every lane zero (the state before a kernel call writes it).
+    pub const ZERO: Self = Self {
+        energy: Lanes::splat(0.0),
+        rhs: [Vec3Lanes::ZERO; 3],
+        g: [[Vec4::ZERO; LANES]; 3],
+        alpha: [Lanes::splat(0.0); 3],
+        beta: [Lanes::splat(0.0); 3],
+        m_u: PackedLanes::ZERO,
+        m_v: PackedLanes::ZERO,
+    };
+
+    /// Lane `k`'s elastic energy (J).
+    #[inline(always)]
+    #[must_use]
+    pub fn energy(&self, k: usize) -> f64 {
+        f64::from(self.energy.0[k])
+    }
+
+    /// Lane `k`'s rows of `b` (kg·m/s).
+    #[inline(always)]
+    #[must_use]
+    pub fn rhs(&self, k: usize) -> [Vec3; 3] {
+        self.rhs.map(|r| r.lane(k))
+    }
+
+    /// Calls `add(m, l, A_ml)` for each of lane `k`'s nine blocks, formed in packed form from its
+    /// factors. Each block is bit for bit [`ElementSystem::block`] of [`Self::system`]: entry by entry
+    /// the same products and sums (`ĝ_m[r] ĝ_l[c] + (M_u[r][c] (α_m α_l) + M_v[r][c] (β_m β_l))`), and
+    /// block `(l, m)` is exactly the transpose of block `(m, l)`.
+    #[inline(always)]
+    pub fn blocks(&self, k: usize, mut add: impl FnMut(usize, usize, PackedBlock)) {
+        let g = [0, 1, 2].map(|m| Spread::new(self.g[m][k]));
+        let (alpha, beta) = (self.alpha.map(|a| a.0[k]), self.beta.map(|b| b.0[k]));
+        let (m_u, m_v) = (self.m_u.lane(k), self.m_v.lane(k));
+        // The stretch part of `(m, l)` and of `(l, m)` is one packed block: `α_m α_l = α_l α_m` and
+        // `M_u`, `M_v` are symmetric entry by entry, so it is its own transpose.
+        let stretch =
+            |m: usize, l: usize| m_u.scale(alpha[m] * alpha[l]) + m_v.scale(beta[m] * beta[l]);
+        let off = [stretch(0, 1), stretch(0, 2), stretch(1, 2)];
+        for m in 0..3 {
+            for l in 0..3 {
+                let s = if m == l {
+                    stretch(m, m)
+                } else {
+                    off[m + l - 1]
+                };
+                add(m, l, Spread::outer(&g[m], &g[l]) + s);
+            }
+        }
+    }
+
+    /// Lane `k` as one element's share ([`super::bw_system::membrane_system`]'s form).
+    #[must_use]
+    pub fn system(&self, k: usize) -> ElementSystem<3> {
+        let sym = |p: PackedBlock| {
+            let (lo, hi) = (p.lo, p.hi);
+            Mat3A::from_cols(
+                Vec3A::new(lo.x, lo.y, lo.z),
+                Vec3A::new(lo.y, hi.x, hi.y),
+                Vec3A::new(lo.z, hi.y, p.last),
+            )
+        };
+        ElementSystem::membrane(
+            self.energy(k),
+            self.rhs(k),
+            self.g.map(|g| Vec3A::from_vec4(g[k])),
+            self.alpha.map(|a| a.0[k]),
+            self.beta.map(|b| b.0[k]),
+            sym(self.m_u.lane(k)),
+            sym(self.m_v.lane(k)),
+        )
+    }
+}
+
+/// What [`bend_lanes`] gives for [`LANES`] hinges: lane `k` holds hinge `k`'s energy, rows of `b` and the
+/// vectors `ĝ_m` of its blocks `A_ml = ĝ_m ĝ_lᵀ` ([`ElementSystem`]), by lane as `(x, y, z, x)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HingeLanes {
+    energy: Lanes,
+    rhs: [Vec3Lanes; 4],
+    /// `ĝ_m` of every lane as `(x, y, z, x)`.
+    g: [[Vec4; LANES]; 4],
+}
+
+impl HingeLanes {
+    /// Every lane zero (the state before a kernel call writes it).
+    pub const ZERO: Self = Self {
+        energy: Lanes::splat(0.0),
+        rhs: [Vec3Lanes::ZERO; 4],
+        g: [[Vec4::ZERO; LANES]; 4],
+    };
+
+    /// Lane `k`'s elastic energy (J).
+    #[inline(always)]
+    #[must_use]
+    pub fn energy(&self, k: usize) -> f64 {
+        f64::from(self.energy.0[k])
+    }
+
+    /// Lane `k`'s rows of `b` (kg·m/s).
+    #[inline(always)]
+    #[must_use]
+    pub fn rhs(&self, k: usize) -> [Vec3; 4] {
+        self.rhs.map(|r| r.lane(k))
+    }
+
+    /// Whether lane `k` has a non-zero block ([`ElementSystem::has_blocks`]: a degenerate hinge, or one
+    /// without stiffness or damping, has none).
+    #[inline(always)]
+    #[must_use]
+    pub fn has_blocks(&self, k: usize) -> bool {
+        // `!=` per coordinate, as `Vec3 != Vec3::ZERO`: true for NaN, false for −0.
+        self.g.iter().any(|g| g[k].cmpne(Vec4::ZERO).any())
+    }
+
+    /// Calls `add(m, l, A_ml)` for each of lane `k`'s sixteen blocks, formed in packed form from its
+    /// vectors `ĝ`: bit for bit [`ElementSystem::block`] of [`Self::system`], block `(l, m)` exactly the
+    /// transpose of block `(m, l)`.
+    #[inline(always)]
+    pub fn blocks(&self, k: usize, mut add: impl FnMut(usize, usize, PackedBlock)) {
+        let g = [0, 1, 2, 3].map(|m| Spread::new(self.g[m][k]));
+        for m in 0..4 {
+            for l in 0..4 {
+                add(m, l, Spread::outer(&g[m], &g[l]));
+            }
+        }
+    }
+
+    /// Lane `k` as one element's share ([`super::bw_system::bend_system`]'s form).
+    #[must_use]
+    pub fn system(&self, k: usize) -> ElementSystem<4> {
+        ElementSystem::hinge(
+            self.energy(k),
+            self.rhs(k),
+            self.g.map(|g| Vec3A::from_vec4(g[k])),
         )
     }
 }
@@ -458,7 +742,7 @@ fn stretch_row(
 }
 
 /// Stretch, shear and their damping (eq. 2.4–2.6, 2.10–2.11) of [`LANES`] triangles in the definite
-/// treatment: lane `k` of the inputs is triangle `k`, and `out[k]` its share of `A` and `b`, what
+/// treatment: lane `k` of the inputs is triangle `k`, and lane `k` of `out` its share of `A` and `b`, what
 /// [`super::bw_system::membrane_system`] returns for it (to `f32` rounding, module doc).
 ///
 /// `x`, `v`: corner positions (m) and velocities (m/s); `y`: the contact offsets (m), so
@@ -471,7 +755,7 @@ pub fn membrane_lanes(
     rest: &MembraneRestLanes,
     p: &MembraneParams,
     h: f32,
-    out: &mut [ElementSystem<3>; LANES],
+    out: &mut MembraneLanes,
 ) {
     let hl = Lanes::splat(h);
     let w = |m: usize| v[m].scale(hl) + y[m];
@@ -528,21 +812,19 @@ pub fn membrane_lanes(
         std::array::from_fn(|m| p_u.combine(rest.alpha[m], p_v, rest.beta[m]));
     let g: [Vec3Lanes; 3] =
         std::array::from_fn(|m| gh_u.combine(rest.alpha[m], gh_v, rest.beta[m]));
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = ElementSystem::membrane(
-            f64::from(energy.0[k]),
-            rhs.map(|r| r.lane(k)),
-            g.map(|g| g.lane(k).into()),
-            rest.alpha.map(|a| a.0[k]),
-            rest.beta.map(|b| b.0[k]),
-            row_u.m.lane(k),
-            row_v.m.lane(k),
-        );
-    }
+    *out = MembraneLanes {
+        energy,
+        rhs,
+        g: g.each_ref().map(xyzx),
+        alpha: rest.alpha,
+        beta: rest.beta,
+        m_u: row_u.m.packed(),
+        m_v: row_v.m.packed(),
+    };
 }
 
 /// Baraff–Witkin bending of [`LANES`] hinges, `C = √w wrap(θ − θ0)` (eq. 2.7, §4.1, §4.6), with its
-/// damping and the Gauss–Newton stiffness: lane `k` of the inputs is hinge `k`, and `out[k]` its share
+/// damping and the Gauss–Newton stiffness: lane `k` of the inputs is hinge `k`, and lane `k` of `out` its share
 /// of `A` and `b`, what [`super::bw_system::bend_system`] returns for it (to `f32` rounding, module
 /// doc). A degenerate hinge (the scalar kernel's test, `f32`) contributes nothing.
 ///
@@ -558,7 +840,7 @@ pub fn bend_lanes(
     p: &BendParams,
     h: f32,
     stiffness: BendingStiffness,
-    out: &mut [ElementSystem<4>; LANES],
+    out: &mut HingeLanes,
 ) {
     let zero = Lanes::splat(0.0);
     let [x1, x2, x3, x4] = *x;
@@ -614,14 +896,12 @@ pub fn bend_lanes(
     // h (f + K w)_i = −h (k C + k_d Ċ + k_x g·w) g_i; A_ml = ĝ_m ĝ_lᵀ, ĝ = √(h k_d + h² k_x) g.
     let r = (c * k + c_dot * k_d + g_w * k_x) * (-h);
     let root_s = (h * k_d + h * h * k_x).sqrt();
-    for (j, o) in out.iter_mut().enumerate() {
-        let r = r.0[j];
-        *o = ElementSystem::hinge(
-            f64::from(energy.0[j]),
-            g.map(|gi| gi.lane(j) * r),
-            g.map(|gi| Vec3A::from(gi.lane(j) * root_s)),
-        );
-    }
+    let root_s = Lanes::splat(root_s);
+    *out = HingeLanes {
+        energy,
+        rhs: g.map(|gi| gi.scale(r)),
+        g: g.map(|gi| xyzx(&gi.scale(root_s))),
+    };
 }
 
 #[cfg(test)]
@@ -789,7 +1069,7 @@ mod tests {
                 .map(|_| rounded(&[0; 3].map(|_| rng.vec3(0.005))))
                 .collect();
             let rest = MembraneRestLanes::new(|k| batch[k].rest);
-            let mut out = [ElementSystem::ZERO; LANES];
+            let mut out = MembraneLanes::ZERO;
             membrane_lanes(
                 &lanes_of(|k| x[k]),
                 &lanes_of(|k| v[k]),
@@ -830,7 +1110,7 @@ mod tests {
                 let terms = row_terms(&conditions, hd, &v[k], &w);
                 let unit = 0.5 * (p.stretch_u + p.stretch_v + p.shear) * r.area;
                 assert_close(
-                    &out[k],
+                    &out.system(k),
                     &want,
                     5e-6,
                     terms,
@@ -858,7 +1138,7 @@ mod tests {
                     .map(|_| rounded(&[0; 4].map(|_| rng.vec3(0.005))))
                     .collect();
                 let rest = HingeRestLanes::new(|k| batch[k].rest);
-                let mut out = [ElementSystem::ZERO; LANES];
+                let mut out = HingeLanes::ZERO;
                 bend_lanes(
                     &lanes_of(|k| x[k]),
                     &lanes_of(|k| v[k]),
@@ -888,8 +1168,88 @@ mod tests {
                     let terms = row_terms(&conditions, hd, &v[k], &w);
                     let unit = 0.5 * p.stiffness * r.weight;
                     let what = format!("batch {n} hinge {k} {stiffness:?}");
-                    assert_close(&out[k], &want, 5e-6, terms, unit, &what);
+                    assert_close(&out.system(k), &want, 5e-6, terms, unit, &what);
                 }
+            }
+        }
+    }
+
+    /// The bits of a matrix, column by column.
+    fn bits(m: Mat3) -> [u32; 9] {
+        m.to_cols_array().map(f32::to_bits)
+    }
+
+    /// Every packed block of both kernels is bit for bit the block [`ElementSystem::block`] forms from
+    /// the same lane's factors, block `(l, m)` is bit for bit the transpose of block `(m, l)`, and
+    /// [`HingeLanes::has_blocks`] agrees with [`ElementSystem::has_blocks`], degenerate lanes included.
+    #[test]
+    fn packed_blocks_are_the_element_blocks_bit_for_bit() {
+        let mut rng = SplitMix64::new(36);
+        // `got` holds the packed blocks of one lane, row-major over its `n` vertices.
+        let check = |got: &[Mat3], want: &dyn Fn(usize, usize) -> Mat3, n: usize| {
+            for m in 0..n {
+                for l in 0..n {
+                    assert_eq!(bits(got[n * m + l]), bits(want(m, l)), "block ({m},{l})");
+                    assert_eq!(bits(got[n * m + l]), bits(got[n * l + m].transpose()));
+                }
+            }
+        };
+        let offsets = |rng: &mut SplitMix64, n: usize| -> Vec<DVec3> {
+            (0..n).map(|_| rng.vec3(0.005)).collect()
+        };
+        let tris = random_triangles(37, 8 * LANES * 10, 0.3);
+        for batch in tris.chunks(LANES) {
+            let h = rng.uniform(1e-4, 1e-2) as f32;
+            let y = offsets(&mut rng, 3 * LANES);
+            let mut out = MembraneLanes::ZERO;
+            membrane_lanes(
+                &lanes_of(|k| batch[k].x),
+                &lanes_of(|k| batch[k].v),
+                &lanes_of(|k| [y[3 * k], y[3 * k + 1], y[3 * k + 2]]),
+                &MembraneRestLanes::new(|k| batch[k].rest),
+                &batch[0].p,
+                h,
+                &mut out,
+            );
+            for k in 0..LANES {
+                let sys = out.system(k);
+                let mut got = [Mat3::NAN; 9];
+                out.blocks(k, |m, l, b| got[3 * m + l] = b.to_mat3());
+                check(&got, &|m, l| sys.block(m, l), 3);
+            }
+        }
+        let hinges = random_hinges(38, 8 * LANES * 10, 0.05);
+        for (n, batch) in hinges.chunks(LANES).enumerate() {
+            let h = rng.uniform(1e-4, 1e-2) as f32;
+            let y = offsets(&mut rng, 4 * LANES);
+            // Every fourth batch has a degenerate lane (all corners at one point): no blocks.
+            let x = |k: usize| {
+                if n % 4 == 0 && k == 3 {
+                    [DVec3::splat(0.25); 4]
+                } else {
+                    batch[k].x
+                }
+            };
+            let mut out = HingeLanes::ZERO;
+            bend_lanes(
+                &lanes_of(x),
+                &lanes_of(|k| batch[k].v),
+                &lanes_of(|k| [y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]]),
+                &HingeRestLanes::new(|k| batch[k].rest),
+                &batch[0].p,
+                h,
+                BendingStiffness::Implicit,
+                &mut out,
+            );
+            for k in 0..LANES {
+                let sys = out.system(k);
+                assert_eq!(out.has_blocks(k), sys.has_blocks(), "batch {n} hinge {k}");
+                if n % 4 == 0 && k == 3 {
+                    assert!(!out.has_blocks(k));
+                }
+                let mut got = [Mat3::NAN; 16];
+                out.blocks(k, |m, l, b| got[4 * m + l] = b.to_mat3());
+                check(&got, &|m, l| sys.block(m, l), 4);
             }
         }
     }
