@@ -105,7 +105,7 @@ mod tests;
 mod zone_rounds;
 
 use broad_phase::{
-    EitherLayer, LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features,
+    EitherLayer, EmitBuffer, LayerBoxes, NeighbourTests, Owned, Reach, emit_chunks, owned_features,
     unique_edges,
 };
 use detect::{
@@ -444,7 +444,7 @@ pub struct ClothCollision {
     /// Per chunk of triangle pairs (the chunks of [`PairWorkspace`]) the
     /// tests it emits, filled in parallel and concatenated in chunk order
     /// ([`emit_chunked`]); preallocated like the pair pools.
-    emit_chunks: Vec<Vec<Candidate>>,
+    emit_chunks: Vec<EmitBuffer>,
     /// The most candidate tests one query has produced: the capacity each
     /// stage's candidate list starts with in the frame arena.
     candidates_high_water: usize,

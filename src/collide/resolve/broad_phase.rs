@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::linalg::reduce::for_each_chunk;
 use crate::runtime::executor::parallel_here;
 
 impl ClothCollision {
@@ -181,9 +182,11 @@ impl ClothCollision {
         let [first, second] = &self.layers;
         let union = |out: &mut [Aabb], a: &[Aabb], b: &[Aabb]| {
             if num_layers == 2 {
-                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
-                    *o = x.union(y);
-                }
+                for_each_chunk(out, |first, out| {
+                    for ((o, x), y) in out.iter_mut().zip(&a[first..]).zip(&b[first..]) {
+                        *o = x.union(y);
+                    }
+                });
             } else {
                 out.copy_from_slice(a);
             }
@@ -203,16 +206,17 @@ impl ClothCollision {
         let either = (num_layers == 2 && settings.self_collision).then(|| {
             let [pm_swept, pm_start] = margins(0);
             let either = &mut self.either;
-            for ((o, a), b) in either.tris.iter_mut().zip(&first.tris).zip(&second.tris) {
-                *o = a.inflate(pm_swept).union(&b.inflate(pm_start));
-            }
-            for ((o, a), b) in either.edges.iter_mut().zip(&first.edges).zip(&second.edges) {
-                *o = a.union(b);
-            }
+            for_each_chunk(&mut either.tris[..], |k, out| {
+                for ((o, a), b) in out.iter_mut().zip(&first.tris[k..]).zip(&second.tris[k..]) {
+                    *o = a.inflate(pm_swept).union(&b.inflate(pm_start));
+                }
+            });
+            union(&mut either.edges, &first.edges, &second.edges);
             &self.either
         });
         let cloth = MeshView {
             tris: &self.tris,
+            edges: &self.edges,
             owned: &self.owned,
             tri_boxes: [&first.tris, &second.tris],
             edge_boxes: [&first.edges, &second.edges],
@@ -284,6 +288,7 @@ impl ClothCollision {
             stats.pool_grew |= self.cross_ws.grew();
             let obstacle = MeshView {
                 tris: &self.obstacle_tris,
+                edges: &self.obstacle_edges,
                 owned: &self.obstacle_owned,
                 tri_boxes: [&first.obstacle_tris, &second.obstacle_tris],
                 edge_boxes: [&first.obstacle_edges, &second.obstacle_edges],
@@ -308,14 +313,13 @@ pub(super) fn shares_any(a: &[u32; 3], b: &[u32; 3]) -> bool {
     a.iter().any(|x| b.contains(x))
 }
 
-/// One test between the features of two cloth triangles that share a vertex: its candidate,
-/// and the features whose boxes cull it (point–triangle: the point and the triangle;
-/// edge–edge: the two edges).
+/// One test between the features of two cloth triangles that share a vertex: its features
+/// ([`CullKey`]; its vertices follow from the cloth's triangles and edges) and the triangle
+/// pair `[a, b]`, `a < b`, whose ownership emits it. Sixteen bytes: a search reads every
+/// neighbour test, most only to cull it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct NeighbourTest {
-    candidate: Candidate,
-    features: [u32; 2],
-    /// The triangle pair `[a, b]`, `a < b`, whose ownership emits the test.
+    key: CullKey,
     pair: [u32; 2],
 }
 
@@ -332,19 +336,22 @@ impl NeighbourTest {
     /// `None` when it passes none.
     #[inline]
     fn passed(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> Option<Candidate> {
-        let layers = self.passes(cloth, cull);
-        let c = &self.candidate;
+        if !self.key.may_pass(cloth, cull) {
+            return None;
+        }
+        let c = self.key.candidate(cloth);
+        let layers = self.passes(&c, cloth, cull);
         (layers != 0).then(|| Candidate {
             layers: cull.bound.refine(c.kind, &c.verts, layers),
-            ..*c
+            ..c
         })
     }
 
-    /// The layers whose cull passes the test ([`Candidate::layers`]; 0: none, the test is
-    /// culled; `cloth` gives the boxes).
+    /// The layers whose cull passes the test, `c` its candidate ([`Candidate::layers`]; 0:
+    /// none, the test is culled; `cloth` gives the boxes). Apart from
+    /// [`CullKey::may_pass`], which the caller checked.
     #[inline]
-    fn passes(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> u8 {
-        let c = &self.candidate;
+    fn passes(&self, c: &Candidate, cloth: &MeshView<'_>, cull: &Cull<'_>) -> u8 {
         if cull
             .only
             .is_some_and(|m| !c.verts.iter().any(|&i| m[i as usize]))
@@ -355,16 +362,7 @@ impl NeighbourTest {
         if cull.apart.is_some_and(|a| a[c.verts[0] as usize]) {
             return 0;
         }
-        let [f0, f1] = self.features.map(|f| f as usize);
-        if let Some(e) = cloth.either {
-            let either = match c.kind {
-                Kind::PointTriangle => cull.points[0][f0].overlaps(&e.tris[f1]),
-                Kind::EdgeEdge => e.edges[f0].overlaps(&e.edges[f1]),
-            };
-            if !either {
-                return 0;
-            }
-        }
+        let [f0, f1] = self.key.features();
         let pass = |l: usize| match c.kind {
             Kind::PointTriangle => {
                 cull.points[l][f0].overlaps(&cloth.tri_boxes[l][f1].inflate(cull.point_margin[l]))
@@ -372,6 +370,82 @@ impl NeighbourTest {
             Kind::EdgeEdge => cloth.edge_boxes[l][f0].overlaps(&cloth.edge_boxes[l][f1]),
         };
         layer_mask(cull.layers, pass)
+    }
+}
+
+/// A neighbour test's two features: a point and a triangle, or two edges (indices into the
+/// cloth's vertices, triangles and edges), the first with [`CullKey::EDGE_EDGE`] set for an
+/// edge–edge test.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CullKey([u32; 2]);
+
+impl CullKey {
+    /// Marks an edge–edge test in the first feature (feature indices stay below
+    /// [`MAX_PRIMITIVES`](crate::collide::bvh::MAX_PRIMITIVES), far below this bit).
+    const EDGE_EDGE: u32 = 1 << 31;
+
+    fn new(kind: Kind, features: [u32; 2]) -> Self {
+        let [f0, f1] = features;
+        match kind {
+            Kind::PointTriangle => Self([f0, f1]),
+            Kind::EdgeEdge => Self([f0 | Self::EDGE_EDGE, f1]),
+        }
+    }
+
+    #[inline]
+    fn kind(self) -> Kind {
+        if self.0[0] & Self::EDGE_EDGE == 0 {
+            Kind::PointTriangle
+        } else {
+            Kind::EdgeEdge
+        }
+    }
+
+    /// The two feature indices.
+    #[inline]
+    fn features(self) -> [usize; 2] {
+        [(self.0[0] & !Self::EDGE_EDGE) as usize, self.0[1] as usize]
+    }
+
+    /// The test's candidate (no layers): the point and the triangle's corners, or the two
+    /// edges' ends, as the cloth `cloth` lists them.
+    #[inline]
+    fn candidate(self, cloth: &MeshView<'_>) -> Candidate {
+        let [f0, f1] = self.features();
+        let kind = self.kind();
+        let verts = match kind {
+            Kind::PointTriangle => {
+                let t = cloth.tris[f1];
+                [f0 as u32, t[0], t[1], t[2]]
+            }
+            Kind::EdgeEdge => {
+                let ([p0, p1], [q0, q1]) = (cloth.edges[f0], cloth.edges[f1]);
+                [p0, p1, q0, q1]
+            }
+        };
+        Candidate {
+            kind,
+            verts,
+            layers: 0,
+        }
+    }
+
+    /// False when the test passes no layer of `cull` because its boxes in both layers together
+    /// do not overlap (a point–triangle test: the point's swept box against the triangle's
+    /// union reach; edge–edge: the edges' union boxes, [`EitherLayer`]); true otherwise, and
+    /// when `cloth` has no union boxes. Most neighbour tests fail it, so a search sorts them
+    /// out with it alone ([`emit_chunked`]).
+    #[inline(always)]
+    fn may_pass(self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> bool {
+        let Some(e) = cloth.either else {
+            return true;
+        };
+        let [f0, f1] = self.features();
+        let (a, b) = match self.kind() {
+            Kind::PointTriangle => (&cull.points[0][f0], &e.tris[f1]),
+            Kind::EdgeEdge => (&e.edges[f0], &e.edges[f1]),
+        };
+        a.overlaps(b)
     }
 }
 
@@ -422,6 +496,8 @@ impl NeighbourTests {
         pairs.sort_unstable();
         pairs.dedup();
         let mut tests = Vec::new();
+        // Each test's vertices, for the per-vertex index.
+        let mut verts: Vec<[u32; 4]> = Vec::new();
         for (a, b) in pairs {
             for (t, u) in [(a, b), (b, a)] {
                 let own = &owned[t as usize];
@@ -429,14 +505,10 @@ impl NeighbourTests {
                 for &p in &own.verts[..usize::from(own.num_verts)] {
                     if !other.contains(&p) {
                         tests.push(NeighbourTest {
-                            candidate: Candidate {
-                                kind: Kind::PointTriangle,
-                                verts: [p, other[0], other[1], other[2]],
-                                layers: 0,
-                            },
-                            features: [p, u],
+                            key: CullKey::new(Kind::PointTriangle, [p, u]),
                             pair: [a, b],
                         });
+                        verts.push([p, other[0], other[1], other[2]]);
                     }
                 }
             }
@@ -449,14 +521,10 @@ impl NeighbourTests {
                         continue;
                     }
                     tests.push(NeighbourTest {
-                        candidate: Candidate {
-                            kind: Kind::EdgeEdge,
-                            verts: [p0, p1, q0, q1],
-                            layers: 0,
-                        },
-                        features: [oa.edges[k], ob.edges[l]],
+                        key: CullKey::new(Kind::EdgeEdge, [oa.edges[k], ob.edges[l]]),
                         pair: [a, b],
                     });
+                    verts.push([p0, p1, q0, q1]);
                 }
             }
         }
@@ -468,8 +536,8 @@ impl NeighbourTests {
             .map(|c| tests.partition_point(|t| (t.pair[0] as usize) < c * PAIR_CHUNK))
             .collect();
         let mut vertex_starts = vec![0u32; num_vertices + 1];
-        for t in &tests {
-            for &v in &t.candidate.verts {
+        for t in &verts {
+            for &v in t {
                 vertex_starts[v as usize + 1] += 1;
             }
         }
@@ -478,8 +546,8 @@ impl NeighbourTests {
         }
         let mut fill: Vec<u32> = vertex_starts[..num_vertices].to_vec();
         let mut by_vertex = vec![0u32; 4 * tests.len()];
-        for (k, t) in tests.iter().enumerate() {
-            for &v in &t.candidate.verts {
+        for (k, t) in verts.iter().enumerate() {
+            for &v in t {
                 by_vertex[fill[v as usize] as usize] = k as u32;
                 fill[v as usize] += 1;
             }
@@ -504,10 +572,12 @@ impl NeighbourTests {
     }
 
     /// Grows each emission buffer of [`emit_chunks`] by the room its chunk's neighbour tests
-    /// need (they are merged into the tree's tests, [`emit_chunked`]).
-    pub(super) fn reserve_in(&self, bufs: &mut [Vec<Candidate>]) {
+    /// need (they are merged into the tree's tests, [`emit_chunked`]), and its scratch of
+    /// neighbour tests by their number.
+    pub(super) fn reserve_in(&self, bufs: &mut [EmitBuffer]) {
         for (buf, w) in bufs.iter_mut().zip(self.chunk_starts.windows(2)) {
-            buf.reserve(w[1] - w[0]);
+            buf.tests.reserve(w[1] - w[0]);
+            buf.neighbours.reserve(w[1] - w[0]);
         }
     }
 
@@ -602,15 +672,17 @@ impl FeatureMargins {
 }
 
 /// `out[i]`: the box of vertex `i` of the shared space for a search: its segment from `x0[i]`
-/// to `x1[i]`.
+/// to `x1[i]`. In fixed chunks, in parallel for many vertices: each box is written once.
 pub(super) fn vertex_boxes(x0: &[Vec3], x1: &[Vec3], out: &mut [Aabb]) {
-    for ((o, &a), &b) in out.iter_mut().zip(x0).zip(x1) {
-        *o = Aabb::from_points(&[a, b]);
-    }
+    for_each_chunk(out, |first, out| {
+        for ((o, &a), &b) in out.iter_mut().zip(&x0[first..]).zip(&x1[first..]) {
+            *o = Aabb::from_points(&[a, b]);
+        }
+    });
 }
 
 /// `out[e]`: the box of edge `edges[e]` (vertex indices offset by `offset`
-/// into the shared space) grown by `grow`.
+/// into the shared space) grown by `grow`. In fixed chunks, like [`vertex_boxes`].
 pub(super) fn edge_boxes(
     points: &[Aabb],
     edges: &[[u32; 2]],
@@ -618,11 +690,13 @@ pub(super) fn edge_boxes(
     grow: f32,
     out: &mut [Aabb],
 ) {
-    for (o, e) in out.iter_mut().zip(edges) {
-        *o = points[(e[0] + offset) as usize]
-            .union(&points[(e[1] + offset) as usize])
-            .inflate(grow);
-    }
+    for_each_chunk(out, |first, out| {
+        for (o, e) in out.iter_mut().zip(&edges[first..]) {
+            *o = points[(e[0] + offset) as usize]
+                .union(&points[(e[1] + offset) as usize])
+                .inflate(grow);
+        }
+    });
 }
 
 /// The vertices and edges one triangle owns ([`ownership`]): the features
@@ -677,6 +751,7 @@ pub(super) fn owned_features(
 #[derive(Clone, Copy)]
 pub(super) struct MeshView<'a> {
     tris: &'a [[u32; 3]],
+    edges: &'a [[u32; 2]],
     owned: &'a [Owned],
     /// Per layer ([`LayerBoxes`]) the triangles' boxes.
     tri_boxes: [&'a [Aabb]; 2],
@@ -808,14 +883,27 @@ impl LayerBoxes {
 /// with, per triangle of the chunk: twice the candidate list's start.
 pub(super) const EMIT_TESTS_PER_TRIANGLE_FACTOR: usize = 2;
 
+/// One chunk's emission buffer ([`emit_chunked`]): the tests it emits, and scratch for the
+/// neighbour tests of its triangles that may pass the search's cull.
+#[derive(Debug, Default)]
+pub(super) struct EmitBuffer {
+    tests: Vec<Candidate>,
+    /// Indices (into the chunk's [`NeighbourTests::chunk`]) of the tests
+    /// [`CullKey::may_pass`] keeps, ascending.
+    neighbours: Vec<u32>,
+}
+
 /// Emission buffers for the pair chunks of a mesh of `num_triangles`
 /// triangles, each with room for `tests_per_triangle` (times
 /// [`EMIT_TESTS_PER_TRIANGLE_FACTOR`]) tests per triangle of its chunk.
-pub(super) fn emit_chunks(num_triangles: usize, tests_per_triangle: usize) -> Vec<Vec<Candidate>> {
+pub(super) fn emit_chunks(num_triangles: usize, tests_per_triangle: usize) -> Vec<EmitBuffer> {
     let per_chunk =
         PAIR_CHUNK.min(num_triangles) * tests_per_triangle.max(1) * EMIT_TESTS_PER_TRIANGLE_FACTOR;
     (0..num_triangles.div_ceil(PAIR_CHUNK))
-        .map(|_| Vec::with_capacity(per_chunk))
+        .map(|_| EmitBuffer {
+            tests: Vec::with_capacity(per_chunk),
+            neighbours: Vec::new(),
+        })
         .collect()
 }
 
@@ -830,7 +918,7 @@ pub(super) const EMIT_PARALLEL_MIN: usize = 2048;
 /// thread count. True if a buffer or `out` had to grow.
 pub(super) fn emit_chunked(
     ws: &PairWorkspace,
-    bufs: &mut Vec<Vec<Candidate>>,
+    bufs: &mut Vec<EmitBuffer>,
     out: &mut ArenaVec<'_, Candidate>,
     meshes: (&MeshView<'_>, &MeshView<'_>),
     cull: &Cull<'_>,
@@ -839,28 +927,37 @@ pub(super) fn emit_chunked(
     let chunks = ws.num_chunks();
     let mut grew = false;
     if bufs.len() < chunks {
-        bufs.resize_with(chunks, Vec::new);
+        bufs.resize_with(chunks, EmitBuffer::default);
         grew = true;
     }
-    let work = |(c, buf): (usize, &mut Vec<Candidate>)| -> bool {
-        let capacity = buf.capacity();
-        buf.clear();
-        // The neighbour tests of this chunk's triangles, merged in triangle-pair order.
-        let mut merged: &[NeighbourTest] = neighbours.map_or(&[], |nt| nt.chunk(c));
-        for &(a, b) in ws.chunk_pairs(c) {
-            while let Some((t, rest)) = merged.split_first() {
-                if t.pair >= [a, b] {
-                    break;
-                }
-                t.emit(meshes.0, cull, buf);
-                merged = rest;
+    let work = |(c, buf): (usize, &mut EmitBuffer)| -> bool {
+        let EmitBuffer {
+            tests: out,
+            neighbours: near,
+        } = buf;
+        let capacity = (out.capacity(), near.capacity());
+        out.clear();
+        near.clear();
+        // The neighbour tests of this chunk's triangles: first those the union boxes may pass
+        // (most fail them, and a failed test passes no layer), then these merged in
+        // triangle-pair order.
+        let tests: &[NeighbourTest] = neighbours.map_or(&[], |nt| nt.chunk(c));
+        for (k, t) in tests.iter().enumerate() {
+            if t.key.may_pass(meshes.0, cull) {
+                near.push(k as u32);
             }
-            emit_tests(buf, (meshes.0, a), (meshes.1, b), cull);
+        }
+        let mut merged = near.iter().map(|&k| &tests[k as usize]).peekable();
+        for &(a, b) in ws.chunk_pairs(c) {
+            while let Some(t) = merged.next_if(|t| t.pair < [a, b]) {
+                t.emit(meshes.0, cull, out);
+            }
+            emit_tests(out, (meshes.0, a), (meshes.1, b), cull);
         }
         for t in merged {
-            t.emit(meshes.0, cull, buf);
+            t.emit(meshes.0, cull, out);
         }
-        buf.capacity() != capacity
+        (out.capacity(), near.capacity()) != capacity
     };
     let active = &mut bufs[..chunks];
     let work_size = ws.pairs().len() + neighbours.map_or(0, |nt| nt.tests.len());
@@ -881,7 +978,7 @@ pub(super) fn emit_chunked(
     };
     let capacity = out.capacity();
     for buf in active.iter() {
-        out.extend_from_slice(buf);
+        out.extend_from_slice(&buf.tests);
     }
     grew || out.capacity() != capacity
 }

@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::linalg::reduce::sum_chunks_mut;
 
 impl ClothCollision {
     /// Repulsion and friction: every test of `candidates` (the substep's list) close at x^n gets
@@ -102,8 +103,10 @@ impl ClothCollision {
     ///   contact filters use, on the repulsion's own normal change (eq. 3.13):
     ///   a normal impulse the solve did not apply, so its Coulomb bound is not
     ///   counted twice. (The tessellation's repulsion had no friction.)
-    /// - **Order.** After the cloth–cloth and obstacle-mesh pairs, collider by
-    ///   collider, vertex by vertex: fixed, so the result is deterministic.
+    /// - **Order.** After the cloth–cloth and obstacle-mesh pairs; each vertex
+    ///   meets the colliders in their order and changes only its own velocity,
+    ///   so fixed chunks of vertices run in parallel and the result is the same
+    ///   for any thread count.
     fn repel_analytic(
         &mut self,
         colliders: &[ColliderView],
@@ -112,53 +115,64 @@ impl ClothCollision {
         h: f32,
     ) -> u32 {
         let eta = settings.thickness;
-        let mut close = 0;
-        for col in colliders {
-            if !self.meets_exact_surface(&col.shape, settings) {
-                continue;
-            }
-            let pose = if t0 > 0.0 {
-                col.motion.advance(&col.pose, t0)
-            } else {
-                col.pose
-            };
-            // Per vertex its own cloth's thickness and friction (one cloth: the settings'; a
-            // shared stage: the member's, `Members`).
-            for ((((x, v), &w), &extra), &friction) in self.x0[..self.n]
-                .iter()
-                .zip(&mut self.v[..self.n])
-                .zip(&self.inv_mass[..self.n])
-                .zip(&self.extra_thickness[..self.n])
-                .zip(&self.surface_friction[..self.n])
-            {
-                let eta = eta + extra;
-                let mu = (friction.max(0.0) * col.friction.max(0.0)).sqrt();
-                // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
-                // pair of infinite masses.
-                let sp = col.shape.surface_point(&pose, *x);
-                if w.is_nan() || w <= 0.0 || sp.distance.is_nan() {
+        let n = self.n;
+        let longest = self.longest_rest_edge;
+        let (x0, inv_mass) = (&self.x0[..n], &self.inv_mass[..n]);
+        let (thickness, surface_friction) =
+            (&self.extra_thickness[..n], &self.surface_friction[..n]);
+        // Each vertex meets the colliders in order on its own velocity alone, so fixed chunks of
+        // vertices run in parallel and the counts add up exactly.
+        let chunk_close = |first: usize, v: &mut [Vec3]| -> f64 {
+            let mut close = 0u32;
+            for col in colliders {
+                if !meets_exact_surface(longest, &col.shape, settings) {
                     continue;
                 }
-                let contact = *x - sp.distance * sp.normal;
-                let vs = col.motion.velocity_at(pose.translation, contact);
-                let arrives = sp.distance + h * (*v - vs).dot(sp.normal) < eta;
-                if sp.distance >= eta && !arrives {
-                    continue;
+                let pose = if t0 > 0.0 {
+                    col.motion.advance(&col.pose, t0)
+                } else {
+                    col.pose
+                };
+                // Per vertex its own cloth's thickness and friction (one cloth: the settings';
+                // a shared stage: the member's, `Members`).
+                for ((((x, v), &w), &extra), &friction) in x0[first..]
+                    .iter()
+                    .zip(v.iter_mut())
+                    .zip(&inv_mass[first..])
+                    .zip(&thickness[first..])
+                    .zip(&surface_friction[first..])
+                {
+                    let eta = eta + extra;
+                    let mu = (friction.max(0.0) * col.friction.max(0.0)).sqrt();
+                    // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
+                    // pair of infinite masses.
+                    let sp = col.shape.surface_point(&pose, *x);
+                    if w.is_nan() || w <= 0.0 || sp.distance.is_nan() {
+                        continue;
+                    }
+                    let contact = *x - sp.distance * sp.normal;
+                    let vs = col.motion.velocity_at(pose.translation, contact);
+                    let arrives = sp.distance + h * (*v - vs).dot(sp.normal) < eta;
+                    if sp.distance >= eta && !arrives {
+                        continue;
+                    }
+                    close += 1;
+                    response::repel_point_surface(
+                        v,
+                        w,
+                        vs,
+                        sp.normal,
+                        eta - sp.distance,
+                        h,
+                        settings.repulsion_stiffness,
+                        mu,
+                    );
                 }
-                close += 1;
-                response::repel_point_surface(
-                    v,
-                    w,
-                    vs,
-                    sp.normal,
-                    eta - sp.distance,
-                    h,
-                    settings.repulsion_stiffness,
-                    mu,
-                );
             }
-        }
-        close
+            f64::from(close)
+        };
+        // The per-chunk counts are integers below 2^53: their f64 sum is exact.
+        sum_chunks_mut(&mut self.v[..n], chunk_close) as u32
     }
 
     /// Whether this cloth's repulsion meets `shape` through its exact surface (vertex–surface
@@ -172,11 +186,7 @@ impl ClothCollision {
     /// stop it (measured: the curtain reached 72 % strain where the tessellation's repulsion
     /// keeps it at its 10 % limit), so such colliders keep their tessellation here.
     pub(super) fn meets_exact_surface(&self, shape: &Shape, settings: &CollisionSettings) -> bool {
-        let Some(r) = shape.curvature_radius() else {
-            return false;
-        };
-        let l = 1.1 * self.longest_rest_edge;
-        l * l / (8.0 * r) <= 0.25 * settings.thickness
+        meets_exact_surface(self.longest_rest_edge, shape, settings)
     }
 
     /// The obstacle triangles the proximity search leaves out (by their first vertex): those
@@ -240,4 +250,13 @@ impl ClothCollision {
         );
         true
     }
+}
+
+/// [`ClothCollision::meets_exact_surface`] for a cloth whose longest rest edge is `longest`.
+fn meets_exact_surface(longest: f32, shape: &Shape, settings: &CollisionSettings) -> bool {
+    let Some(r) = shape.curvature_radius() else {
+        return false;
+    };
+    let l = 1.1 * longest;
+    l * l / (8.0 * r) <= 0.25 * settings.thickness
 }
