@@ -668,9 +668,9 @@ impl ImplicitEuler {
                     &mut tri_out,
                 );
                 for k in used {
-                    energy += tri_out.energy(k);
+                    energy += tri_out.shares().energy(k);
                     let slots = &batch.slots[k];
-                    add_rows(w, &batch.verts[k], &tri_out.rhs(k));
+                    add_rows(w, &batch.verts[k], &tri_out.shares().rhs(k));
                     let (blocks, first) = w.blocks_mut();
                     tri_out.blocks(k, |m, l, b| {
                         b.add_to(&mut blocks[slots[3 * m + l] as usize - first]);

@@ -456,32 +456,33 @@ impl Spread {
     }
 }
 
-/// What [`membrane_lanes`] gives for [`LANES`] triangles: lane `k` holds triangle `k`'s energy, rows of
-/// `b` and the factors of its blocks `A_ml = α_m α_l M_u + β_m β_l M_v + ĝ_m ĝ_lᵀ` ([`ElementSystem`]),
-/// `ĝ_m`, `M_u` and `M_v` already by lane in the arrangement the packed blocks read.
+/// What both lane kernels give for their [`LANES`] elements of `N` vertices: lane `k` holds element
+/// `k`'s energy, rows of `b` and the vectors `ĝ_m` of its blocks ([`ElementSystem`]), `ĝ_m` by lane
+/// as `(x, y, z, x)`, the arrangement the packed blocks read. [`bend_lanes`] gives exactly this
+/// ([`HingeLanes`]); [`membrane_lanes`] adds its stretch factors ([`MembraneLanes`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MembraneLanes {
+pub struct LaneShares<const N: usize> {
     energy: Lanes,
-    rhs: [Vec3Lanes; 3],
-    /// `ĝ_m` of every lane as `(x, y, z, x)`.
-    g: [[Vec4; LANES]; 3],
-    alpha: [Lanes; 3],
-    beta: [Lanes; 3],
-    m_u: PackedLanes,
-    m_v: PackedLanes,
+    rhs: [Vec3Lanes; N],
+    g: [[Vec4; LANES]; N],
 }
 
-impl MembraneLanes {
+impl<const N: usize> LaneShares<N> {
     /// Every lane zero (the state before a kernel call writes it).
     pub const ZERO: Self = Self {
         energy: Lanes::splat(0.0),
-        rhs: [Vec3Lanes::ZERO; 3],
-        g: [[Vec4::ZERO; LANES]; 3],
-        alpha: [Lanes::splat(0.0); 3],
-        beta: [Lanes::splat(0.0); 3],
-        m_u: PackedLanes::ZERO,
-        m_v: PackedLanes::ZERO,
+        rhs: [Vec3Lanes::ZERO; N],
+        g: [[Vec4::ZERO; LANES]; N],
     };
+
+    #[inline(always)]
+    fn new(energy: Lanes, rhs: [Vec3Lanes; N], g: &[Vec3Lanes; N]) -> Self {
+        Self {
+            energy,
+            rhs,
+            g: g.each_ref().map(xyzx),
+        }
+    }
 
     /// Lane `k`'s elastic energy (J).
     #[inline(always)]
@@ -493,8 +494,43 @@ impl MembraneLanes {
     /// Lane `k`'s rows of `b` (kg·m/s).
     #[inline(always)]
     #[must_use]
-    pub fn rhs(&self, k: usize) -> [Vec3; 3] {
+    pub fn rhs(&self, k: usize) -> [Vec3; N] {
         self.rhs.map(|r| r.lane(k))
+    }
+
+    /// Lane `k`'s vectors `ĝ_m`.
+    fn g(&self, k: usize) -> [Vec3A; N] {
+        self.g.map(|g| Vec3A::from_vec4(g[k]))
+    }
+}
+
+/// What [`membrane_lanes`] gives for [`LANES`] triangles: their [`LaneShares`] and the stretch
+/// factors of their blocks `A_ml = α_m α_l M_u + β_m β_l M_v + ĝ_m ĝ_lᵀ` ([`ElementSystem`]),
+/// `M_u` and `M_v` already by lane in the arrangement the packed blocks read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MembraneLanes {
+    shares: LaneShares<3>,
+    alpha: [Lanes; 3],
+    beta: [Lanes; 3],
+    m_u: PackedLanes,
+    m_v: PackedLanes,
+}
+
+impl MembraneLanes {
+    /// Every lane zero (the state before a kernel call writes it).
+    pub const ZERO: Self = Self {
+        shares: LaneShares::ZERO,
+        alpha: [Lanes::splat(0.0); 3],
+        beta: [Lanes::splat(0.0); 3],
+        m_u: PackedLanes::ZERO,
+        m_v: PackedLanes::ZERO,
+    };
+
+    /// The lanes' energies, rows of `b` and vectors `ĝ_m`.
+    #[inline(always)]
+    #[must_use]
+    pub fn shares(&self) -> &LaneShares<3> {
+        &self.shares
     }
 
     /// Calls `add(m, l, A_ml)` for each of lane `k`'s nine blocks, formed in packed form from its
@@ -503,7 +539,7 @@ impl MembraneLanes {
     /// block `(l, m)` is exactly the transpose of block `(m, l)`.
     #[inline(always)]
     pub fn blocks(&self, k: usize, mut add: impl FnMut(usize, usize, PackedBlock)) {
-        let g = [0, 1, 2].map(|m| Spread::new(self.g[m][k]));
+        let g = [0, 1, 2].map(|m| Spread::new(self.shares.g[m][k]));
         let (alpha, beta) = (self.alpha.map(|a| a.0[k]), self.beta.map(|b| b.0[k]));
         let (m_u, m_v) = (self.m_u.lane(k), self.m_v.lane(k));
         // The stretch part of `(m, l)` and of `(l, m)` is one packed block: `α_m α_l = α_l α_m` and
@@ -535,9 +571,9 @@ impl MembraneLanes {
             )
         };
         ElementSystem::membrane(
-            self.energy(k),
-            self.rhs(k),
-            self.g.map(|g| Vec3A::from_vec4(g[k])),
+            self.shares.energy(k),
+            self.shares.rhs(k),
+            self.shares.g(k),
             self.alpha.map(|a| a.0[k]),
             self.beta.map(|b| b.0[k]),
             sym(self.m_u.lane(k)),
@@ -547,37 +583,10 @@ impl MembraneLanes {
 }
 
 /// What [`bend_lanes`] gives for [`LANES`] hinges: lane `k` holds hinge `k`'s energy, rows of `b` and the
-/// vectors `ĝ_m` of its blocks `A_ml = ĝ_m ĝ_lᵀ` ([`ElementSystem`]), by lane as `(x, y, z, x)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HingeLanes {
-    energy: Lanes,
-    rhs: [Vec3Lanes; 4],
-    /// `ĝ_m` of every lane as `(x, y, z, x)`.
-    g: [[Vec4; LANES]; 4],
-}
+/// vectors `ĝ_m` of its blocks `A_ml = ĝ_m ĝ_lᵀ` ([`ElementSystem`]).
+pub type HingeLanes = LaneShares<4>;
 
 impl HingeLanes {
-    /// Every lane zero (the state before a kernel call writes it).
-    pub const ZERO: Self = Self {
-        energy: Lanes::splat(0.0),
-        rhs: [Vec3Lanes::ZERO; 4],
-        g: [[Vec4::ZERO; LANES]; 4],
-    };
-
-    /// Lane `k`'s elastic energy (J).
-    #[inline(always)]
-    #[must_use]
-    pub fn energy(&self, k: usize) -> f64 {
-        f64::from(self.energy.0[k])
-    }
-
-    /// Lane `k`'s rows of `b` (kg·m/s).
-    #[inline(always)]
-    #[must_use]
-    pub fn rhs(&self, k: usize) -> [Vec3; 4] {
-        self.rhs.map(|r| r.lane(k))
-    }
-
     /// Whether lane `k` has a non-zero block ([`ElementSystem::has_blocks`]: a degenerate hinge, or one
     /// without stiffness or damping, has none).
     #[inline(always)]
@@ -603,11 +612,7 @@ impl HingeLanes {
     /// Lane `k` as one element's share ([`super::bw_system::bend_system`]'s form).
     #[must_use]
     pub fn system(&self, k: usize) -> ElementSystem<4> {
-        ElementSystem::hinge(
-            self.energy(k),
-            self.rhs(k),
-            self.g.map(|g| Vec3A::from_vec4(g[k])),
-        )
+        ElementSystem::hinge(self.energy(k), self.rhs(k), self.g(k))
     }
 }
 
@@ -813,9 +818,7 @@ pub fn membrane_lanes(
     let g: [Vec3Lanes; 3] =
         std::array::from_fn(|m| gh_u.combine(rest.alpha[m], gh_v, rest.beta[m]));
     *out = MembraneLanes {
-        energy,
-        rhs,
-        g: g.each_ref().map(xyzx),
+        shares: LaneShares::new(energy, rhs, &g),
         alpha: rest.alpha,
         beta: rest.beta,
         m_u: row_u.m.packed(),
@@ -897,11 +900,11 @@ pub fn bend_lanes(
     let r = (c * k + c_dot * k_d + g_w * k_x) * (-h);
     let root_s = (h * k_d + h * h * k_x).sqrt();
     let root_s = Lanes::splat(root_s);
-    *out = HingeLanes {
+    *out = HingeLanes::new(
         energy,
-        rhs: g.map(|gi| gi.scale(r)),
-        g: g.map(|gi| xyzx(&gi.scale(root_s))),
-    };
+        g.map(|gi| gi.scale(r)),
+        &g.map(|gi| gi.scale(root_s)),
+    );
 }
 
 #[cfg(test)]
