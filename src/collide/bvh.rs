@@ -373,15 +373,10 @@ impl BvhNode {
         self.max = b.max;
     }
 
-    /// [`Aabb::overlaps`] without short-circuits: one branch instead of six in the traversal loop.
+    /// Whether the node's box meets `b` ([`Aabb::overlaps`], one branch in the traversal loop).
     #[inline]
     fn overlaps(&self, b: &Aabb) -> bool {
-        (self.min.x <= b.max.x)
-            & (b.min.x <= self.max.x)
-            & (self.min.y <= b.max.y)
-            & (b.min.y <= self.max.y)
-            & (self.min.z <= b.max.z)
-            & (b.min.z <= self.max.z)
+        self.aabb().overlaps(b)
     }
 }
 
