@@ -140,7 +140,7 @@ const ISOMETRIC_COLUMNS: [&str; 8] = [
 ];
 
 /// Columns only the Baraff–Witkin step fills.
-const BARAFF_WITKIN_COLUMNS: [&str; 10] = [
+const BARAFF_WITKIN_COLUMNS: [&str; 11] = [
     "contacts_ms",
     "assemble_ms",
     "collide_ms",
@@ -151,6 +151,7 @@ const BARAFF_WITKIN_COLUMNS: [&str; 10] = [
     "collide_strain_ms",
     "collide_smoothing_ms",
     "precond_shifted",
+    "strain_sweeps",
 ];
 
 #[test]

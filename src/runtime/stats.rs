@@ -53,6 +53,8 @@ pub struct FrameStats {
     pub ccd_hits: u32,
     /// CCD rounds run (summed).
     pub ccd_rounds: u32,
+    /// Strain-limiting sweeps that corrected something (summed over the limiter's calls).
+    pub strain_sweeps: u32,
     /// Impact-zone rounds run (summed).
     pub zone_rounds: u32,
     /// Largest number of impact zones in one substep.
@@ -140,6 +142,7 @@ impl FrameStats {
         self.proximity_pairs += c.proximity_pairs;
         self.ccd_hits += c.ccd_hits;
         self.ccd_rounds += c.ccd_rounds;
+        self.strain_sweeps += c.strain_sweeps;
         self.zone_rounds += c.zone_rounds;
         self.impact_zones = self.impact_zones.max(c.impact_zones);
         self.largest_zone = self.largest_zone.max(c.largest_zone);
@@ -177,6 +180,7 @@ impl FrameStats {
         self.proximity_pairs += o.proximity_pairs;
         self.ccd_hits += o.ccd_hits;
         self.ccd_rounds += o.ccd_rounds;
+        self.strain_sweeps += o.strain_sweeps;
         self.zone_rounds += o.zone_rounds;
         self.impact_zones = self.impact_zones.max(o.impact_zones);
         self.largest_zone = self.largest_zone.max(o.largest_zone);

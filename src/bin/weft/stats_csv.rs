@@ -76,7 +76,7 @@ enum Model {
 type Column = (&'static str, Model, fn(&FrameStats) -> String);
 
 /// The columns between the stage times and the collision sub-stage times, in file order.
-const COUNTS: [Column; 22] = [
+const COUNTS: [Column; 23] = [
     ("substeps", Model::Both, |s| s.substeps.to_string()),
     ("rejected", Model::BaraffWitkin, |s| {
         s.rejected_substeps.to_string()
@@ -107,6 +107,9 @@ const COUNTS: [Column; 22] = [
     }),
     ("ccd_hits", Model::Both, |s| s.ccd_hits.to_string()),
     ("ccd_rounds", Model::Both, |s| s.ccd_rounds.to_string()),
+    ("strain_sweeps", Model::BaraffWitkin, |s| {
+        s.strain_sweeps.to_string()
+    }),
     ("zone_rounds", Model::Both, |s| s.zone_rounds.to_string()),
     ("impact_zones", Model::Both, |s| s.impact_zones.to_string()),
     ("largest_zone", Model::Both, |s| s.largest_zone.to_string()),
