@@ -442,6 +442,9 @@ struct Problem<'a> {
     contact_slack: f64,
     /// Per vertex, the directions kept collisions forbid.
     held: &'a [Held],
+    /// Whether any collision is kept (else no vertex is held, and [`Problem::taking`] need not
+    /// look).
+    holding: bool,
     /// Over-relaxation `ω` of the Gauss–Seidel corrections (module doc, "Over-relaxation"); 1 for
     /// Jacobi and for measuring.
     relaxation: f64,
@@ -456,6 +459,9 @@ impl Problem<'_> {
     fn taking(&self, i: usize, j: usize, u: DVec3) -> (f64, f64) {
         let wi = f64::from(self.inv_mass[i]);
         let wj = f64::from(self.inv_mass[j]);
+        if !self.holding {
+            return (wi, wj);
+        }
         let bi = wi > 0.0 && self.held[i].blocks(u);
         let bj = wj > 0.0 && self.held[j].blocks(-u);
         match (bi, bj) {
@@ -1135,6 +1141,7 @@ impl StrainLimiter {
                 f64::from(self.tolerance) * shortest_positive(rest)
             },
             held: &held,
+            holding: !self.contacts.is_empty(),
             relaxation: 1.0,
         };
         let report = match limit.method {
