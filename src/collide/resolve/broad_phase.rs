@@ -2,6 +2,9 @@
 //! substep, and the searches of later rounds that only re-query what changed.
 #![deny(unsafe_code)]
 
+use super::detect::{
+    BOUND_SLACK, ccd_limit, f32_above, largest_coordinate, screened_closing, screened_lower_bound,
+};
 use super::*;
 use crate::linalg::reduce::for_each_chunk;
 use crate::runtime::executor::parallel_here;
@@ -224,6 +227,8 @@ impl ClothCollision {
             offset: 0,
         };
         let members = self.members.as_ref();
+        // The largest η of any test ([`pair_eta`] adds the same terms, each at most these).
+        let screen = Screen::new(eta + self.max_cloth_extra + extra, eta_c, &self.x0);
         let cull = |point_margin: [f32; 2]| Cull {
             points: [&first.points, &second.points],
             point_margin,
@@ -237,6 +242,7 @@ impl ClothCollision {
                 n,
                 eta,
                 eta_c,
+                screen,
             },
         };
         let capacity = candidates.capacity();
@@ -816,14 +822,36 @@ pub(super) struct Bound<'a> {
     n: usize,
     eta: f32,
     eta_c: f64,
+    /// The `f32` screen's thresholds.
+    screen: Screen,
 }
 
 impl Bound<'_> {
     /// `layers` less the layers whose detection the bound shows cannot find the test `kind`
     /// between `verts`.
+    ///
+    /// An `f32` screen ([`screened_lower_bound`], [`screened_closing`]) decides first; a layer
+    /// it clears is one the `f64` bound clears too, and the `f64` bound is computed only for the
+    /// layers the screen leaves open (`docs/methods/collision-detection.md`, *An `f32` screen
+    /// before the bound*).
     #[inline]
     fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
-        let start = verts.map(|i| self.x0[i as usize].as_dvec3());
+        let start32 = verts.map(|i| self.x0[i as usize]);
+        let screened = screened_lower_bound(kind, &start32, self.screen.coord);
+        let k = kind as usize;
+        if layers & AT_START != 0 && screened > self.screen.at_start[k] {
+            layers &= !AT_START;
+        }
+        let end32 = (layers & SWEPT != 0).then(|| verts.map(|i| self.x1[i as usize]));
+        if let Some(end32) = &end32 {
+            if screened - screened_closing(kind, &start32, end32) > self.screen.swept {
+                layers &= !SWEPT;
+            }
+        }
+        if layers == 0 {
+            return 0;
+        }
+        let start = start32.map(Vec3::as_dvec3);
         let bound = distance_lower_bound(kind, &start);
         if layers & AT_START != 0 {
             let c = Candidate {
@@ -836,13 +864,38 @@ impl Bound<'_> {
                 layers &= !AT_START;
             }
         }
-        if layers & SWEPT != 0 {
-            let end = verts.map(|i| self.x1[i as usize].as_dvec3());
+        if let Some(end32) = end32.filter(|_| layers & SWEPT != 0) {
+            let end = end32.map(Vec3::as_dvec3);
             if apart_by_bound(kind, bound, &start, &end, self.eta_c) {
                 layers &= !SWEPT;
             }
         }
         layers
+    }
+}
+
+/// The thresholds of [`Bound::refine`]'s `f32` screen: per [`Kind`] the proximity margin at the
+/// largest η of any test (plus [`BOUND_SLACK`]), and the CCD reach (plus the slack), each the
+/// next `f32` above its `f64` value ([`f32_above`]).
+#[derive(Clone, Copy)]
+pub(super) struct Screen {
+    at_start: [f32; 2],
+    swept: f32,
+    /// The largest coordinate magnitude of the positions at x^n (the screen's `X`).
+    coord: f32,
+}
+
+impl Screen {
+    /// The thresholds for a search whose largest η of a test is `eta_max` ([`pair_eta`] is at
+    /// most `eta` plus the largest extra thickness of cloth vertices and of obstacle vertices),
+    /// over the positions `x0`.
+    fn new(eta_max: f32, eta_c: f64, x0: &[Vec3]) -> Self {
+        let at = |kind| f32_above(f64::from(margin(kind, f64::from(eta_max))) + BOUND_SLACK);
+        Self {
+            at_start: [at(Kind::PointTriangle), at(Kind::EdgeEdge)],
+            swept: f32_above(ccd_limit(eta_c) + BOUND_SLACK),
+            coord: largest_coordinate(x0),
+        }
     }
 }
 
