@@ -130,13 +130,7 @@ impl ClothCollision {
                 &x1[..searched],
                 &mut layer.points[..searched],
             );
-            swept_triangle_boxes(
-                &self.x0[..n],
-                &x1[..n],
-                &self.tris,
-                inflate,
-                &mut layer.tris,
-            );
+            triangle_boxes_of_points(&layer.points, &self.tris, 0, inflate, &mut layer.tris);
             // Edge boxes grown by half the cloth–cloth margin: two overlap iff the edges are
             // within the margin. Obstacle edges take the rest of the (larger) cloth–obstacle
             // margin.
@@ -149,10 +143,10 @@ impl ClothCollision {
             );
             if has_obstacles {
                 // Obstacle boxes also grow by the obstacles' own thickness.
-                swept_triangle_boxes(
-                    &self.x0[n..],
-                    &x1[n..],
+                triangle_boxes_of_points(
+                    &layer.points,
                     &self.obstacle_tris,
+                    n as u32,
                     inflate + extra,
                     &mut layer.obstacle_tris,
                 );
@@ -600,47 +594,72 @@ impl NeighbourTests {
         cull: &Cull<'_>,
         out: &mut ArenaVec<'_, Candidate>,
     ) -> bool {
+        let tests = &self.tests[..];
         if let Some(marked) = cull.only {
+            // Mark the tests holding a changed vertex, then cull the marked ones of each chunk
+            // of the list into the chunk's buffer (in parallel when many are marked): the
+            // buffers in chunk order hold the marked tests that pass, in list order.
             let starts = &self.vertex_starts;
+            let mut num_marked = 0;
             for (v, _) in marked[..starts.len() - 1]
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| **m)
             {
-                for &k in &self.by_vertex[starts[v] as usize..starts[v + 1] as usize] {
+                let held = &self.by_vertex[starts[v] as usize..starts[v + 1] as usize];
+                num_marked += held.len();
+                for &k in held {
                     self.marks[k as usize / 64] |= 1 << (k % 64);
                 }
             }
-            let capacity = out.capacity();
-            for (w, word) in self.marks.iter_mut().enumerate() {
-                let mut bits = std::mem::take(word);
-                while bits != 0 {
-                    let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
-                    bits &= bits - 1;
-                    if let Some(c) = t.passed(cloth, cull) {
-                        out.push(c);
+            let work = |(c, (words, buf)): (usize, (&mut [u64], &mut Vec<Candidate>))| {
+                buf.clear();
+                let first = c * NEIGHBOUR_CHUNK;
+                for (w, word) in words.iter_mut().enumerate() {
+                    let mut bits = std::mem::take(word);
+                    while bits != 0 {
+                        let t = &tests[first + w * 64 + bits.trailing_zeros() as usize];
+                        bits &= bits - 1;
+                        if let Some(candidate) = t.passed(cloth, cull) {
+                            buf.push(candidate);
+                        }
                     }
                 }
+            };
+            // Whole words per chunk: a chunk's bits are its tests.
+            const WORDS: usize = NEIGHBOUR_CHUNK / 64;
+            const _: () = assert!(NEIGHBOUR_CHUNK % 64 == 0);
+            if num_marked >= EMIT_PARALLEL_MIN && parallel_here() {
+                self.marks
+                    .par_chunks_mut(WORDS)
+                    .zip(self.bufs.par_iter_mut())
+                    .enumerate()
+                    .for_each(work);
+            } else {
+                self.marks
+                    .chunks_mut(WORDS)
+                    .zip(self.bufs.iter_mut())
+                    .enumerate()
+                    .for_each(work);
             }
-            return out.capacity() != capacity;
-        }
-        let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
-            buf.clear();
-            for t in tests {
-                t.emit(cloth, cull, buf);
-            }
-        };
-        let chunks = self
-            .tests
-            .par_chunks(NEIGHBOUR_CHUNK)
-            .zip(self.bufs.par_iter_mut());
-        if self.tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
-            chunks.for_each(work);
         } else {
-            self.tests
-                .chunks(NEIGHBOUR_CHUNK)
-                .zip(self.bufs.iter_mut())
-                .for_each(work);
+            let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
+                buf.clear();
+                for t in tests {
+                    t.emit(cloth, cull, buf);
+                }
+            };
+            if tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
+                tests
+                    .par_chunks(NEIGHBOUR_CHUNK)
+                    .zip(self.bufs.par_iter_mut())
+                    .for_each(work);
+            } else {
+                tests
+                    .chunks(NEIGHBOUR_CHUNK)
+                    .zip(self.bufs.iter_mut())
+                    .for_each(work);
+            }
         }
         let capacity = out.capacity();
         for buf in &self.bufs {
@@ -683,6 +702,27 @@ pub(super) fn vertex_boxes(x0: &[Vec3], x1: &[Vec3], out: &mut [Aabb]) {
     for_each_chunk(out, |first, out| {
         for ((o, &a), &b) in out.iter_mut().zip(&x0[first..]).zip(&x1[first..]) {
             *o = Aabb::from_points(&[a, b]);
+        }
+    });
+}
+
+/// `out[t]`: the box of triangle `tris[t]` (vertex indices offset by `offset` into the shared
+/// space) from its corners' boxes `points`, grown by `grow`. With the vertex boxes of
+/// [`vertex_boxes`] (each the box of a vertex's segment from `x0` to `x1`) it is the box of the
+/// triangle's six corner positions, [`swept_triangle_boxes`]' box: the same minima and maxima of
+/// the same coordinates, taken in another order (both ignore NaN), for half the comparisons.
+/// In fixed chunks, like [`vertex_boxes`].
+pub(super) fn triangle_boxes_of_points(
+    points: &[Aabb],
+    tris: &[[u32; 3]],
+    offset: u32,
+    grow: f32,
+    out: &mut [Aabb],
+) {
+    for_each_chunk(out, |first, out| {
+        for (o, t) in out.iter_mut().zip(&tris[first..]) {
+            let [a, b, c] = t.map(|v| &points[(v + offset) as usize]);
+            *o = a.union(b).union(c).inflate(grow);
         }
     });
 }

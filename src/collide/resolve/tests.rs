@@ -945,3 +945,29 @@ fn screened_bound_stays_below_the_f64_bound() {
         "the screen decided {screened_decided} of the f64 bound's {decided}"
     );
 }
+
+/// A triangle's box from its corners' segment boxes is the box of its six corner positions that
+/// [`swept_triangle_boxes`] computes, bit for bit: random cloth and obstacle triangles (the
+/// latter offset into the shared space), random segments, grown by a margin.
+#[test]
+fn triangle_boxes_from_points_match_swept_boxes() {
+    use crate::collide::bvh::swept_triangle_boxes;
+    let mut rng = Lcg(57);
+    let num_vertices = 200;
+    let x0: Vec<Vec3> = (0..num_vertices).map(|_| rng.vec(1.0)).collect();
+    let x1: Vec<Vec3> = x0.iter().map(|x| *x + rng.vec(0.02)).collect();
+    let mut points = vec![Aabb::EMPTY; num_vertices];
+    broad_phase::vertex_boxes(&x0, &x1, &mut points);
+    let offset = 50;
+    let tris: Vec<[u32; 3]> = (0..5000)
+        .map(|_| std::array::from_fn(|_| ((rng.next() + 1.0) * 0.5 * 149.0) as u32 % 150))
+        .collect();
+    for (offset, margin) in [(0u32, 0.002f32), (offset, 0.0005)] {
+        let (lo, hi) = (offset as usize, offset as usize + 150);
+        let mut swept = vec![Aabb::EMPTY; tris.len()];
+        swept_triangle_boxes(&x0[lo..hi], &x1[lo..hi], &tris, margin, &mut swept);
+        let mut from_points = vec![Aabb::EMPTY; tris.len()];
+        broad_phase::triangle_boxes_of_points(&points, &tris, offset, margin, &mut from_points);
+        assert_eq!(swept, from_points);
+    }
+}
