@@ -3,7 +3,8 @@
 #![deny(unsafe_code)]
 
 use super::detect::{
-    BOUND_SLACK, ccd_limit, f32_above, largest_coordinate, screened_closing, screened_lower_bound,
+    BOUND_SLACK, ccd_limit, f32_above, f32_at_most, largest_coordinate, screened_bounds,
+    screened_closing,
 };
 use super::*;
 use crate::linalg::reduce::for_each_chunk;
@@ -222,7 +223,7 @@ impl ClothCollision {
         };
         let members = self.members.as_ref();
         // The largest η of any test ([`pair_eta`] adds the same terms, each at most these).
-        let screen = Screen::new(eta + self.max_cloth_extra + extra, eta_c, &self.x0);
+        let screen = Screen::new(eta, eta + self.max_cloth_extra + extra, eta_c, &self.x0);
         let cull = |point_margin: [f32; 2]| Cull {
             points: [&first.points, &second.points],
             point_margin,
@@ -877,23 +878,35 @@ impl Bound<'_> {
     #[inline]
     fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
         let start32 = verts.map(|i| self.x0[i as usize]);
-        let screened = screened_lower_bound(kind, &start32, self.screen.coord);
+        let (low, high) = screened_bounds(kind, &start32, self.screen.coord);
         let k = kind as usize;
-        if layers & AT_START != 0 && screened > self.screen.at_start[k] {
-            layers &= !AT_START;
+        // The layers the screen leaves to the `f64` bound: neither surely cleared nor surely kept.
+        let mut open = 0;
+        if layers & AT_START != 0 {
+            if low > self.screen.far[k] {
+                layers &= !AT_START;
+            } else if high.is_nan() || high >= self.screen.near[k] {
+                open |= AT_START;
+            }
         }
         let end32 = (layers & SWEPT != 0).then(|| verts.map(|i| self.x1[i as usize]));
         if let Some(end32) = &end32 {
-            if screened - screened_closing(kind, &start32, end32) > self.screen.swept {
+            let (closing_low, closing_high) = screened_closing(kind, &start32, end32);
+            if low - closing_high > self.screen.apart {
                 layers &= !SWEPT;
+            } else {
+                let most = high - closing_low;
+                if most.is_nan() || most >= self.screen.close {
+                    open |= SWEPT;
+                }
             }
         }
-        if layers == 0 {
-            return 0;
+        if open == 0 {
+            return layers;
         }
         let start = start32.map(Vec3::as_dvec3);
         let bound = distance_lower_bound(kind, &start);
-        if layers & AT_START != 0 {
+        if open & AT_START != 0 {
             let c = Candidate {
                 kind,
                 verts: *verts,
@@ -904,7 +917,7 @@ impl Bound<'_> {
                 layers &= !AT_START;
             }
         }
-        if let Some(end32) = end32.filter(|_| layers & SWEPT != 0) {
+        if let Some(end32) = end32.filter(|_| open & SWEPT != 0) {
             let end = end32.map(Vec3::as_dvec3);
             if apart_by_bound(kind, bound, &start, &end, self.eta_c) {
                 layers &= !SWEPT;
@@ -914,26 +927,34 @@ impl Bound<'_> {
     }
 }
 
-/// The thresholds of [`Bound::refine`]'s `f32` screen: per [`Kind`] the proximity margin at the
-/// largest η of any test (plus [`BOUND_SLACK`]), and the CCD reach (plus the slack), each the
-/// next `f32` above its `f64` value ([`f32_above`]).
+/// The thresholds of [`Bound::refine`]'s `f32` screen: per [`Kind`] the proximity margin (plus
+/// [`BOUND_SLACK`]) at the largest η of any test, rounded to the next `f32` above
+/// ([`f32_above`]; a lower end beyond it clears the layer), and at the smallest η, rounded down
+/// ([`f32_at_most`]; an upper end below it keeps the layer); the CCD reach (plus the slack)
+/// rounded both ways likewise.
 #[derive(Clone, Copy)]
 pub(super) struct Screen {
-    at_start: [f32; 2],
-    swept: f32,
+    far: [f32; 2],
+    near: [f32; 2],
+    apart: f32,
+    close: f32,
     /// The largest coordinate magnitude of the positions at x^n (the screen's `X`).
     coord: f32,
 }
 
 impl Screen {
-    /// The thresholds for a search whose largest η of a test is `eta_max` ([`pair_eta`] is at
-    /// most `eta` plus the largest extra thickness of cloth vertices and of obstacle vertices),
-    /// over the positions `x0`.
-    fn new(eta_max: f32, eta_c: f64, x0: &[Vec3]) -> Self {
-        let at = |kind| f32_above(f64::from(margin(kind, f64::from(eta_max))) + BOUND_SLACK);
+    /// The thresholds for a search whose tests' η ([`pair_eta`]) lie between `eta` and
+    /// `eta_max` (`eta` plus the largest extra thickness of cloth vertices and of obstacle
+    /// vertices), over the positions `x0`.
+    fn new(eta: f32, eta_max: f32, eta_c: f64, x0: &[Vec3]) -> Self {
+        let at = |kind, eta: f32| f64::from(margin(kind, f64::from(eta))) + BOUND_SLACK;
+        let kinds = [Kind::PointTriangle, Kind::EdgeEdge];
+        let reach = ccd_limit(eta_c) + BOUND_SLACK;
         Self {
-            at_start: [at(Kind::PointTriangle), at(Kind::EdgeEdge)],
-            swept: f32_above(ccd_limit(eta_c) + BOUND_SLACK),
+            far: kinds.map(|kind| f32_above(at(kind, eta_max))),
+            near: kinds.map(|kind| f32_at_most(at(kind, eta))),
+            apart: f32_above(reach),
+            close: f32_at_most(reach),
             coord: largest_coordinate(x0),
         }
     }

@@ -248,16 +248,17 @@ const SCREEN_UNDERFLOW: f32 = 1.0 / 1_099_511_627_776.0;
 /// √3 rounded up: the largest component of a vector times this bounds its length.
 const SQRT_3_UP: f32 = 1.732_051;
 
-/// A lower bound, computed in `f32`, of what [`distance_lower_bound`] computes in `f64` at the
-/// same positions `q`: the screen that decides most tests before the `f64` bound
+/// Bounds, computed in `f32`, of what [`distance_lower_bound`] computes in `f64` at the same
+/// positions `q`: the screen that decides most tests before the `f64` bound
 /// (`docs/methods/collision-detection.md`, *An `f32` screen before the bound*). The same bound
-/// written from differences of the positions, `b̂`, less an allowance `E` for the rounding of
-/// both computations: `E = 2⁻¹⁴ D² / L + 2⁻¹⁷ D + 2⁻⁴⁰ X D / L`, with `D` an upper bound of the
-/// differences' lengths, `L` the length of the axis vector and `X` (`coord`) at least the
-/// largest coordinate magnitude of `q`. NaN (no comparison decides) for a NaN input or `L`
-/// below [`SCREEN_MIN_LENGTH`].
+/// written from differences of the positions, `b̂`, less and plus an allowance `E` for the
+/// rounding of both computations: `E = 2⁻¹⁴ D² / L + 2⁻¹⁷ D + 2⁻⁴⁰ X D / L`, with `D` an upper
+/// bound of the differences' lengths, `L` the length of the axis vector and `X` (`coord`) at
+/// least the largest coordinate magnitude of `q`. The lower end always holds; the upper end is
+/// `+∞` unless `L ≥ 2⁻¹⁷ D` and `L ≥ 2⁻⁴⁰ X`, where the analysis bounds the error both ways.
+/// NaN (no comparison decides) for a NaN input or `L` below [`SCREEN_MIN_LENGTH`].
 #[inline]
-pub(super) fn screened_lower_bound(kind: Kind, q: &[Vec3; 4], coord: f32) -> f32 {
+pub(super) fn screened_bounds(kind: Kind, q: &[Vec3; 4], coord: f32) -> (f32, f32) {
     // Per kind: the length of the axis vector `m` (three times the point's offset from the
     // centroid, twice the offset between the midpoints), the bound, and the largest component
     // of the differences it is computed from.
@@ -283,10 +284,18 @@ pub(super) fn screened_lower_bound(kind: Kind, q: &[Vec3; 4], coord: f32) -> f32
         }
     };
     if len.is_nan() || len < SCREEN_MIN_LENGTH {
-        return f32::NAN;
+        return (f32::NAN, f32::NAN);
     }
     let d = SQRT_3_UP * reach;
-    bound - (SCREEN_QUADRATIC * d * d / len + SCREEN_LINEAR * d + SCREEN_F64 * coord * d / len)
+    let allowance =
+        SCREEN_QUADRATIC * d * d / len + SCREEN_LINEAR * d + SCREEN_F64 * coord * d / len;
+    let both_ways = len >= SCREEN_LINEAR * d && len >= SCREEN_F64 * coord;
+    let upper = if both_ways {
+        bound + allowance
+    } else {
+        f32::INFINITY
+    };
+    (bound - allowance, upper)
 }
 
 /// The larger of `a` and `b` by one comparison (`b` when either is NaN): the screens' maximum,
@@ -316,12 +325,12 @@ pub(super) fn largest_coordinate(x: &[Vec3]) -> f32 {
     largest_component(x)
 }
 
-/// An upper bound, computed in `f32`, of the largest relative displacement that
-/// [`stay_apart`] computes in `f64` for a test moving from `start` to `end`: the same maximum
-/// in `f32` plus 2⁻¹⁷ times the largest displacement component (the rounding of both, about
-/// 9 u₃₂ and 9 u₆₄ of the largest displacement, times √3) and 2⁻⁴⁰ m (products that underflow).
+/// Bounds, computed in `f32`, of the largest relative displacement that [`stay_apart`]
+/// computes in `f64` for a test moving from `start` to `end`: the same maximum in `f32` less and
+/// plus 2⁻¹⁷ times the largest displacement component (the rounding of both, about 9 u₃₂ and
+/// 9 u₆₄ of the largest displacement, times √3) and 2⁻⁴⁰ m (products that underflow).
 #[inline]
-pub(super) fn screened_closing(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4]) -> f32 {
+pub(super) fn screened_closing(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4]) -> (f32, f32) {
     let split = match kind {
         Kind::PointTriangle => 1,
         Kind::EdgeEdge => 2,
@@ -333,7 +342,22 @@ pub(super) fn screened_closing(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4]) -
             closing = larger(closing, (*a - *b).length_squared());
         }
     }
-    closing.sqrt() + SCREEN_LINEAR * SQRT_3_UP * largest_component(&d) + SCREEN_UNDERFLOW
+    let closing = closing.sqrt();
+    let allowance = SCREEN_LINEAR * SQRT_3_UP * largest_component(&d) + SCREEN_UNDERFLOW;
+    (closing - allowance, closing + allowance)
+}
+
+/// The largest `f32` at or below `x` (positive finite), rounding downwards: a screen value
+/// strictly below it is below `x`.
+#[inline]
+pub(super) fn f32_at_most(x: f64) -> f32 {
+    let y = x as f32;
+    if f64::from(y) > x {
+        // For a positive `f32`, the next one down has the previous bit pattern.
+        f32::from_bits(y.to_bits() - 1)
+    } else {
+        y
+    }
 }
 
 /// The smallest `f32` strictly above `x`'s `f32` rounding upwards, for a positive finite `x`
