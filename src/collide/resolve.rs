@@ -79,7 +79,7 @@ use rayon::prelude::*;
 
 use super::bvh::{
     Aabb, Bvh, PAIR_CHUNK, PairWorkspace, cross_pairs, cross_pairs_of, self_pairs, self_pairs_of,
-    swept_triangle_boxes, triangle_boxes,
+    triangle_boxes,
 };
 use super::ccd::{
     CCD_TOLERANCE_FRACTION, CcdHit, ccd_edge_edge, ccd_point_triangle, min_separation,

@@ -7,6 +7,7 @@ use glam::DVec3;
 
 use super::*;
 use crate::collide::shapes::Pose;
+use crate::linalg::reduce::sum_chunks_mut;
 
 /// Bisection steps of the first-contact time (2⁻⁴⁰ of the substep).
 const ROOT_STEPS: u32 = 40;
@@ -65,42 +66,54 @@ impl ClothCollision {
                 col.pose
             };
             let end = col.motion.advance(&start, h);
-            let reach = f64::from(r + self.analytic_separation(r, s_min));
+            let sep = self.analytic_separation(r, s_min);
+            let reach = f64::from(r + sep);
             let core = Core {
                 half_length: f64::from(half_length),
             };
-            for i in 0..self.n {
-                let w = self.inv_mass[i];
-                if !self.dirty[i] || w.is_nan() || w <= 0.0 {
-                    continue;
+            // Each vertex's test and velocity change read and write that vertex alone, so the
+            // vertices run in fixed chunks, in parallel for many, with the serial loop's result.
+            let n = self.n;
+            let (x0, dirty, inv_mass) = (&self.x0, &self.dirty, &self.inv_mass);
+            let outputs = (&mut self.v[..n], &mut self.touched[..n]);
+            let found = sum_chunks_mut(outputs, |first, (v, touched)| {
+                let mut hits = 0u32;
+                for (k, (vi, ti)) in v.iter_mut().zip(touched.iter_mut()).enumerate() {
+                    let i = first + k;
+                    let w = inv_mass[i];
+                    if !dirty[i] || w.is_nan() || w <= 0.0 {
+                        continue;
+                    }
+                    let x = x0[i];
+                    let q0 = local(&start, x);
+                    let q1 = local(&end, x + h * *vi);
+                    let Some(t) = core.first_within(q0, q1, reach) else {
+                        continue;
+                    };
+                    hits += 1;
+                    *ti = true;
+                    // Normal at the contact, in the world; the surface point moves with the body.
+                    let qt = q0.lerp(q1, t);
+                    let d = qt - core.closest(qt);
+                    let n_local = if d.length_squared() > 0.0 {
+                        d.normalize()
+                    } else {
+                        DVec3::Y
+                    };
+                    let normal = (start.rotation * n_local.as_vec3()).normalize();
+                    let gap0 = (core.distance(q0) - f64::from(r)) as f32;
+                    let contact = x - gap0 * normal;
+                    let vs = col.motion.velocity_at(start.translation, contact);
+                    let vn = (*vi - vs).dot(normal);
+                    let target = (sep - gap0) / h;
+                    if vn < target {
+                        *vi += (target - vn) * normal;
+                    }
                 }
-                let x = self.x0[i];
-                let q0 = local(&start, x);
-                let q1 = local(&end, x + h * self.v[i]);
-                let Some(t) = core.first_within(q0, q1, reach) else {
-                    continue;
-                };
-                hits += 1;
-                self.touched[i] = true;
-                // Normal at the contact, in the world; the surface point moves with the body.
-                let qt = q0.lerp(q1, t);
-                let d = qt - core.closest(qt);
-                let n_local = if d.length_squared() > 0.0 {
-                    d.normalize()
-                } else {
-                    DVec3::Y
-                };
-                let normal = (start.rotation * n_local.as_vec3()).normalize();
-                let gap0 = (core.distance(q0) - f64::from(r)) as f32;
-                let contact = x - gap0 * normal;
-                let vs = col.motion.velocity_at(start.translation, contact);
-                let sep = self.analytic_separation(r, s_min);
-                let vn = (self.v[i] - vs).dot(normal);
-                let target = (sep - gap0) / h;
-                if vn < target {
-                    self.v[i] += (target - vn) * normal;
-                }
-            }
+                f64::from(hits)
+            });
+            // A count of vertices, summed exactly in `f64`.
+            hits += found as u32;
         }
         hits
     }

@@ -2,6 +2,10 @@
 //! substep, and the searches of later rounds that only re-query what changed.
 #![deny(unsafe_code)]
 
+use super::detect::{
+    BOUND_SLACK, ccd_limit, f32_above, f32_at_most, largest_coordinate, screened_bounds,
+    screened_closing,
+};
 use super::*;
 use crate::linalg::reduce::for_each_chunk;
 use crate::runtime::executor::parallel_here;
@@ -127,13 +131,7 @@ impl ClothCollision {
                 &x1[..searched],
                 &mut layer.points[..searched],
             );
-            swept_triangle_boxes(
-                &self.x0[..n],
-                &x1[..n],
-                &self.tris,
-                inflate,
-                &mut layer.tris,
-            );
+            triangle_boxes_of_points(&layer.points, &self.tris, 0, inflate, &mut layer.tris);
             // Edge boxes grown by half the cloth–cloth margin: two overlap iff the edges are
             // within the margin. Obstacle edges take the rest of the (larger) cloth–obstacle
             // margin.
@@ -146,10 +144,10 @@ impl ClothCollision {
             );
             if has_obstacles {
                 // Obstacle boxes also grow by the obstacles' own thickness.
-                swept_triangle_boxes(
-                    &self.x0[n..],
-                    &x1[n..],
+                triangle_boxes_of_points(
+                    &layer.points,
                     &self.obstacle_tris,
+                    n as u32,
                     inflate + extra,
                     &mut layer.obstacle_tris,
                 );
@@ -224,6 +222,8 @@ impl ClothCollision {
             offset: 0,
         };
         let members = self.members.as_ref();
+        // The largest η of any test ([`pair_eta`] adds the same terms, each at most these).
+        let screen = Screen::new(eta, eta + self.max_cloth_extra + extra, eta_c, &self.x0);
         let cull = |point_margin: [f32; 2]| Cull {
             points: [&first.points, &second.points],
             point_margin,
@@ -237,6 +237,7 @@ impl ClothCollision {
                 n,
                 eta,
                 eta_c,
+                screen,
             },
         };
         let capacity = candidates.capacity();
@@ -594,47 +595,72 @@ impl NeighbourTests {
         cull: &Cull<'_>,
         out: &mut ArenaVec<'_, Candidate>,
     ) -> bool {
+        let tests = &self.tests[..];
         if let Some(marked) = cull.only {
+            // Mark the tests holding a changed vertex, then cull the marked ones of each chunk
+            // of the list into the chunk's buffer (in parallel when many are marked): the
+            // buffers in chunk order hold the marked tests that pass, in list order.
             let starts = &self.vertex_starts;
+            let mut num_marked = 0;
             for (v, _) in marked[..starts.len() - 1]
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| **m)
             {
-                for &k in &self.by_vertex[starts[v] as usize..starts[v + 1] as usize] {
+                let held = &self.by_vertex[starts[v] as usize..starts[v + 1] as usize];
+                num_marked += held.len();
+                for &k in held {
                     self.marks[k as usize / 64] |= 1 << (k % 64);
                 }
             }
-            let capacity = out.capacity();
-            for (w, word) in self.marks.iter_mut().enumerate() {
-                let mut bits = std::mem::take(word);
-                while bits != 0 {
-                    let t = &self.tests[w * 64 + bits.trailing_zeros() as usize];
-                    bits &= bits - 1;
-                    if let Some(c) = t.passed(cloth, cull) {
-                        out.push(c);
+            let work = |(c, (words, buf)): (usize, (&mut [u64], &mut Vec<Candidate>))| {
+                buf.clear();
+                let first = c * NEIGHBOUR_CHUNK;
+                for (w, word) in words.iter_mut().enumerate() {
+                    let mut bits = std::mem::take(word);
+                    while bits != 0 {
+                        let t = &tests[first + w * 64 + bits.trailing_zeros() as usize];
+                        bits &= bits - 1;
+                        if let Some(candidate) = t.passed(cloth, cull) {
+                            buf.push(candidate);
+                        }
                     }
                 }
+            };
+            // Whole words per chunk: a chunk's bits are its tests.
+            const WORDS: usize = NEIGHBOUR_CHUNK / 64;
+            const _: () = assert!(NEIGHBOUR_CHUNK % 64 == 0);
+            if num_marked >= EMIT_PARALLEL_MIN && parallel_here() {
+                self.marks
+                    .par_chunks_mut(WORDS)
+                    .zip(self.bufs.par_iter_mut())
+                    .enumerate()
+                    .for_each(work);
+            } else {
+                self.marks
+                    .chunks_mut(WORDS)
+                    .zip(self.bufs.iter_mut())
+                    .enumerate()
+                    .for_each(work);
             }
-            return out.capacity() != capacity;
-        }
-        let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
-            buf.clear();
-            for t in tests {
-                t.emit(cloth, cull, buf);
-            }
-        };
-        let chunks = self
-            .tests
-            .par_chunks(NEIGHBOUR_CHUNK)
-            .zip(self.bufs.par_iter_mut());
-        if self.tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
-            chunks.for_each(work);
         } else {
-            self.tests
-                .chunks(NEIGHBOUR_CHUNK)
-                .zip(self.bufs.iter_mut())
-                .for_each(work);
+            let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
+                buf.clear();
+                for t in tests {
+                    t.emit(cloth, cull, buf);
+                }
+            };
+            if tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
+                tests
+                    .par_chunks(NEIGHBOUR_CHUNK)
+                    .zip(self.bufs.par_iter_mut())
+                    .for_each(work);
+            } else {
+                tests
+                    .chunks(NEIGHBOUR_CHUNK)
+                    .zip(self.bufs.iter_mut())
+                    .for_each(work);
+            }
         }
         let capacity = out.capacity();
         for buf in &self.bufs {
@@ -677,6 +703,27 @@ pub(super) fn vertex_boxes(x0: &[Vec3], x1: &[Vec3], out: &mut [Aabb]) {
     for_each_chunk(out, |first, out| {
         for ((o, &a), &b) in out.iter_mut().zip(&x0[first..]).zip(&x1[first..]) {
             *o = Aabb::from_points(&[a, b]);
+        }
+    });
+}
+
+/// `out[t]`: the box of triangle `tris[t]` (vertex indices offset by `offset` into the shared
+/// space) from its corners' boxes `points`, grown by `grow`. With the vertex boxes of
+/// [`vertex_boxes`] (each the box of a vertex's segment from `x0` to `x1`) it is the box of the
+/// triangle's six corner positions, [`swept_triangle_boxes`]' box: the same minima and maxima of
+/// the same coordinates, taken in another order (both ignore NaN), for half the comparisons.
+/// In fixed chunks, like [`vertex_boxes`].
+pub(super) fn triangle_boxes_of_points(
+    points: &[Aabb],
+    tris: &[[u32; 3]],
+    offset: u32,
+    grow: f32,
+    out: &mut [Aabb],
+) {
+    for_each_chunk(out, |first, out| {
+        for (o, t) in out.iter_mut().zip(&tris[first..]) {
+            let [a, b, c] = t.map(|v| &points[(v + offset) as usize]);
+            *o = a.union(b).union(c).inflate(grow);
         }
     });
 }
@@ -816,16 +863,50 @@ pub(super) struct Bound<'a> {
     n: usize,
     eta: f32,
     eta_c: f64,
+    /// The `f32` screen's thresholds.
+    screen: Screen,
 }
 
 impl Bound<'_> {
     /// `layers` less the layers whose detection the bound shows cannot find the test `kind`
     /// between `verts`.
+    ///
+    /// An `f32` screen ([`screened_lower_bound`], [`screened_closing`]) decides first; a layer
+    /// it clears is one the `f64` bound clears too, and the `f64` bound is computed only for the
+    /// layers the screen leaves open (`docs/methods/collision-detection.md`, *An `f32` screen
+    /// before the bound*).
     #[inline]
     fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
-        let start = verts.map(|i| self.x0[i as usize].as_dvec3());
-        let bound = distance_lower_bound(kind, &start);
+        let start32 = verts.map(|i| self.x0[i as usize]);
+        let (low, high) = screened_bounds(kind, &start32, self.screen.coord);
+        let k = kind as usize;
+        // The layers the screen leaves to the `f64` bound: neither surely cleared nor surely kept.
+        let mut open = 0;
         if layers & AT_START != 0 {
+            if low > self.screen.far[k] {
+                layers &= !AT_START;
+            } else if high.is_nan() || high >= self.screen.near[k] {
+                open |= AT_START;
+            }
+        }
+        let end32 = (layers & SWEPT != 0).then(|| verts.map(|i| self.x1[i as usize]));
+        if let Some(end32) = &end32 {
+            let (closing_low, closing_high) = screened_closing(kind, &start32, end32);
+            if low - closing_high > self.screen.apart {
+                layers &= !SWEPT;
+            } else {
+                let most = high - closing_low;
+                if most.is_nan() || most >= self.screen.close {
+                    open |= SWEPT;
+                }
+            }
+        }
+        if open == 0 {
+            return layers;
+        }
+        let start = start32.map(Vec3::as_dvec3);
+        let bound = distance_lower_bound(kind, &start);
+        if open & AT_START != 0 {
             let c = Candidate {
                 kind,
                 verts: *verts,
@@ -836,13 +917,46 @@ impl Bound<'_> {
                 layers &= !AT_START;
             }
         }
-        if layers & SWEPT != 0 {
-            let end = verts.map(|i| self.x1[i as usize].as_dvec3());
+        if let Some(end32) = end32.filter(|_| open & SWEPT != 0) {
+            let end = end32.map(Vec3::as_dvec3);
             if apart_by_bound(kind, bound, &start, &end, self.eta_c) {
                 layers &= !SWEPT;
             }
         }
         layers
+    }
+}
+
+/// The thresholds of [`Bound::refine`]'s `f32` screen: per [`Kind`] the proximity margin (plus
+/// [`BOUND_SLACK`]) at the largest η of any test, rounded to the next `f32` above
+/// ([`f32_above`]; a lower end beyond it clears the layer), and at the smallest η, rounded down
+/// ([`f32_at_most`]; an upper end below it keeps the layer); the CCD reach (plus the slack)
+/// rounded both ways likewise.
+#[derive(Clone, Copy)]
+pub(super) struct Screen {
+    far: [f32; 2],
+    near: [f32; 2],
+    apart: f32,
+    close: f32,
+    /// The largest coordinate magnitude of the positions at x^n (the screen's `X`).
+    coord: f32,
+}
+
+impl Screen {
+    /// The thresholds for a search whose tests' η ([`pair_eta`]) lie between `eta` and
+    /// `eta_max` (`eta` plus the largest extra thickness of cloth vertices and of obstacle
+    /// vertices), over the positions `x0`.
+    fn new(eta: f32, eta_max: f32, eta_c: f64, x0: &[Vec3]) -> Self {
+        let at = |kind, eta: f32| f64::from(margin(kind, f64::from(eta))) + BOUND_SLACK;
+        let kinds = [Kind::PointTriangle, Kind::EdgeEdge];
+        let reach = ccd_limit(eta_c) + BOUND_SLACK;
+        Self {
+            far: kinds.map(|kind| f32_above(at(kind, eta_max))),
+            near: kinds.map(|kind| f32_at_most(at(kind, eta))),
+            apart: f32_above(reach),
+            close: f32_at_most(reach),
+            coord: largest_coordinate(x0),
+        }
     }
 }
 

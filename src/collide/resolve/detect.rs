@@ -169,7 +169,12 @@ pub(super) fn apart_by_bound(
 /// The largest relative displacement of the two sides of a test from `start` to `end`, and the
 /// distance within which a CCD hit at `eta_c` lies ([`stay_apart`]).
 #[inline]
-fn closing_and_limit(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f64) -> (f64, f64) {
+pub(super) fn closing_and_limit(
+    kind: Kind,
+    start: &[DVec3; 4],
+    end: &[DVec3; 4],
+    eta_c: f64,
+) -> (f64, f64) {
     let split = match kind {
         Kind::PointTriangle => 1,
         Kind::EdgeEdge => 2,
@@ -181,7 +186,13 @@ fn closing_and_limit(kind: Kind, start: &[DVec3; 4], end: &[DVec3; 4], eta_c: f6
             closing = closing.max((*a - *b).length_squared());
         }
     }
-    (closing.sqrt(), 2.0 * 1.01 * eta_c + 1e-9)
+    (closing.sqrt(), ccd_limit(eta_c))
+}
+
+/// The distance within which a CCD hit at `eta_c` lies, grown for rounding ([`stay_apart`]).
+#[inline]
+pub(super) fn ccd_limit(eta_c: f64) -> f64 {
+    2.0 * 1.01 * eta_c + 1e-9
 }
 
 /// How far (m) beyond a threshold [`distance_lower_bound`] must lie before it decides a
@@ -218,6 +229,147 @@ pub(super) fn distance_lower_bound(kind: Kind, q: &[DVec3; 4]) -> f64 {
             len - 0.5 * (m.dot(q[1] - q[0]).abs() + m.dot(q[3] - q[2]).abs()) / len
         }
     }
+}
+
+/// The screen's allowance for its own rounding relative to `D² / L` ([`screened_lower_bound`]):
+/// 2⁻¹⁴, over ten times the 82 u₃₂ the analysis needs (u₃₂ = 2⁻²⁴).
+const SCREEN_QUADRATIC: f32 = 1.0 / 16384.0;
+/// Its allowance relative to `D`: 2⁻¹⁷ (32 u₃₂, over the 10 u₃₂ needed, with the rounding of
+/// the allowance itself and of the final subtraction).
+const SCREEN_LINEAR: f32 = 1.0 / 131_072.0;
+/// Its allowance for the `f64` computation's rounding, relative to `X D / L` (`X` the largest
+/// coordinate): 2⁻⁴⁰, over thirty times the 252 u₆₄ needed (u₆₄ = 2⁻⁵³).
+const SCREEN_F64: f32 = 1.0 / 1_099_511_627_776.0;
+/// Below this `L` (m) the screen decides nothing: the bound is then below `L / 2`, far under
+/// every threshold, and no product can underflow to distort the analysis.
+const SCREEN_MIN_LENGTH: f32 = 1.0 / 1_099_511_627_776.0;
+/// The screens' absolute allowance (m) for products that underflow: 2⁻⁴⁰.
+const SCREEN_UNDERFLOW: f32 = 1.0 / 1_099_511_627_776.0;
+/// √3 rounded up: the largest component of a vector times this bounds its length.
+const SQRT_3_UP: f32 = 1.732_051;
+
+/// Bounds, computed in `f32`, of what [`distance_lower_bound`] computes in `f64` at the same
+/// positions `q`: the screen that decides most tests before the `f64` bound
+/// (`docs/methods/collision-detection.md`, *An `f32` screen before the bound*). The same bound
+/// written from differences of the positions, `b̂`, less and plus an allowance `E` for the
+/// rounding of both computations: `E = 2⁻¹⁴ D² / L + 2⁻¹⁷ D + 2⁻⁴⁰ X D / L`, with `D` an upper
+/// bound of the differences' lengths, `L` the length of the axis vector and `X` (`coord`) at
+/// least the largest coordinate magnitude of `q`. The lower end always holds; the upper end is
+/// `+∞` unless `L ≥ 2⁻¹⁷ D` and `L ≥ 2⁻⁴⁰ X`, where the analysis bounds the error both ways.
+/// NaN (no comparison decides) for a NaN input or `L` below [`SCREEN_MIN_LENGTH`].
+#[inline]
+pub(super) fn screened_bounds(kind: Kind, q: &[Vec3; 4], coord: f32) -> (f32, f32) {
+    // Per kind: the length of the axis vector `m` (three times the point's offset from the
+    // centroid, twice the offset between the midpoints), the bound, and the largest component
+    // of the differences it is computed from.
+    let (len, bound, reach) = match kind {
+        Kind::PointTriangle => {
+            let d = [q[0] - q[1], q[0] - q[2], q[0] - q[3]];
+            let m = d[0] + d[1] + d[2];
+            let len = m.length();
+            let gap = smaller(smaller(m.dot(d[0]), m.dot(d[1])), m.dot(d[2]));
+            (len, gap / len, largest_component(&d))
+        }
+        Kind::EdgeEdge => {
+            let (a, c, d) = (q[1] - q[0], q[2] - q[0], q[3] - q[0]);
+            let e = q[3] - q[2];
+            let m = (c + d) - a;
+            let len = m.length();
+            let spread = m.dot(a).abs() + m.dot(e).abs();
+            (
+                len,
+                0.5 * (len - spread / len),
+                largest_component(&[a, c, d, e]),
+            )
+        }
+    };
+    if len.is_nan() || len < SCREEN_MIN_LENGTH {
+        return (f32::NAN, f32::NAN);
+    }
+    let d = SQRT_3_UP * reach;
+    let allowance =
+        SCREEN_QUADRATIC * d * d / len + SCREEN_LINEAR * d + SCREEN_F64 * coord * d / len;
+    let both_ways = len >= SCREEN_LINEAR * d && len >= SCREEN_F64 * coord;
+    let upper = if both_ways {
+        bound + allowance
+    } else {
+        f32::INFINITY
+    };
+    (bound - allowance, upper)
+}
+
+/// The larger of `a` and `b` by one comparison (`b` when either is NaN): the screens' maximum,
+/// without [`f32::max`]'s NaN handling (a NaN input already makes the screen decide nothing).
+#[inline]
+fn larger(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
+/// The smaller of `a` and `b` by one comparison (`b` when either is NaN).
+#[inline]
+fn smaller(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
+}
+
+/// The largest component magnitude of the vectors `v`.
+#[inline]
+fn largest_component(v: &[Vec3]) -> f32 {
+    v.iter().fold(0.0, |m, x| {
+        let a = x.abs();
+        larger(larger(larger(m, a.x), a.y), a.z)
+    })
+}
+
+/// The largest coordinate magnitude of the points `x` (the screen's `X`, [`screened_lower_bound`]).
+pub(super) fn largest_coordinate(x: &[Vec3]) -> f32 {
+    largest_component(x)
+}
+
+/// Bounds, computed in `f32`, of the largest relative displacement that [`stay_apart`]
+/// computes in `f64` for a test moving from `start` to `end`: the same maximum in `f32` less and
+/// plus 2⁻¹⁷ times the largest displacement component (the rounding of both, about 9 u₃₂ and
+/// 9 u₆₄ of the largest displacement, times √3) and 2⁻⁴⁰ m (products that underflow).
+#[inline]
+pub(super) fn screened_closing(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4]) -> (f32, f32) {
+    let split = match kind {
+        Kind::PointTriangle => 1,
+        Kind::EdgeEdge => 2,
+    };
+    let d: [Vec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
+    let mut closing = 0.0f32;
+    for a in &d[..split] {
+        for b in &d[split..] {
+            closing = larger(closing, (*a - *b).length_squared());
+        }
+    }
+    let closing = closing.sqrt();
+    let allowance = SCREEN_LINEAR * SQRT_3_UP * largest_component(&d) + SCREEN_UNDERFLOW;
+    (closing - allowance, closing + allowance)
+}
+
+/// The largest `f32` at or below `x` (positive finite), rounding downwards: a screen value
+/// strictly below it is below `x`.
+#[inline]
+pub(super) fn f32_at_most(x: f64) -> f32 {
+    let y = x as f32;
+    if f64::from(y) > x {
+        // For a positive `f32`, the next one down has the previous bit pattern.
+        f32::from_bits(y.to_bits() - 1)
+    } else {
+        y
+    }
+}
+
+/// The smallest `f32` strictly above `x`'s `f32` rounding upwards, for a positive finite `x`
+/// (a threshold): a screen that passes it passes only values above `x` even after the `f64`
+/// side's last rounding.
+#[inline]
+pub(super) fn f32_above(x: f64) -> f32 {
+    // For a non-negative finite `f32`, the next one up has the next bit pattern.
+    let next_up = |y: f32| f32::from_bits(y.to_bits() + 1);
+    let y = x as f32;
+    let up = if f64::from(y) < x { next_up(y) } else { y };
+    next_up(up)
 }
 
 /// Conservative pre-test of the proximity tests ([`proximity_point_triangle`],

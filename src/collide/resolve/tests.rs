@@ -884,3 +884,87 @@ fn distance_bound_stays_below_the_exact_distance() {
     }
     assert!(decided > 8_000, "the bound decided only {decided} stencils");
 }
+
+/// The `f32` screen of the separating-axis bound brackets what the `f64` bound computes from
+/// the same positions (its upper end where it claims one), and its closing brackets the `f64`
+/// closing: random point–triangle and edge–edge stencils, from a millimetre to a metre across,
+/// some flattened into a plane, placed up to a kilometre from the origin and moved by nothing up
+/// to a few centimetres. On the cloth-spacing stencils it decides nearly every test either way
+/// at the proximity margin.
+#[test]
+fn screened_bounds_bracket_the_f64_bound() {
+    use super::detect::{closing_and_limit, largest_coordinate, screened_bounds, screened_closing};
+    let mut rng = Lcg(41);
+    let eta = 0.004;
+    let threshold = f64::from(detect::margin(Kind::PointTriangle, eta)) + detect::BOUND_SLACK;
+    let (mut stencils, mut screened_decided) = (0, 0);
+    for i in 0..200_000 {
+        let kind = if i % 2 == 0 {
+            Kind::PointTriangle
+        } else {
+            Kind::EdgeEdge
+        };
+        let size = [0.03, 0.001, 1.0, 0.03][(i / 2) % 4];
+        let offset = rng.vec([0.0, 1.0, 1000.0][(i / 8) % 3]);
+        let flat = (i / 24) % 2 == 0;
+        let moved = [0.0, 1e-5, 0.003, 0.05][(i / 48) % 4];
+        let start: [Vec3; 4] = std::array::from_fn(|_| {
+            let mut v = rng.vec(size);
+            if flat {
+                v.y = 1e-4 * size * rng.next();
+            }
+            offset + v
+        });
+        let end: [Vec3; 4] = std::array::from_fn(|k| start[k] + rng.vec(moved));
+        let (s64, e64) = (start.map(Vec3::as_dvec3), end.map(Vec3::as_dvec3));
+        let bound = detect::distance_lower_bound(kind, &s64);
+        let (low, high) = screened_bounds(kind, &start, largest_coordinate(&start));
+        assert!(
+            low.is_nan() || (f64::from(low) <= bound && bound <= f64::from(high)),
+            "{kind:?} {start:?}: screen [{low}, {high}] misses the f64 bound {bound}"
+        );
+        let (closing, _) = closing_and_limit(kind, &s64, &e64, 0.0);
+        let (closing_low, closing_high) = screened_closing(kind, &start, &end);
+        assert!(
+            f64::from(closing_low) <= closing && closing <= f64::from(closing_high),
+            "{kind:?} {start:?} → {end:?}: screened closing [{closing_low}, {closing_high}] \
+             misses {closing}"
+        );
+        if kind == Kind::PointTriangle && size == 0.03 && offset.length() < 2.0 {
+            stencils += 1;
+            let t = threshold as f32;
+            screened_decided += usize::from(low > t || high < t);
+        }
+    }
+    assert!(stencils > 10_000, "only {stencils} cloth-spacing stencils");
+    assert!(
+        screened_decided * 1000 >= stencils * 999,
+        "the screen decided {screened_decided} of {stencils} stencils"
+    );
+}
+
+/// A triangle's box from its corners' segment boxes is the box of its six corner positions that
+/// [`swept_triangle_boxes`] computes, bit for bit: random cloth and obstacle triangles (the
+/// latter offset into the shared space), random segments, grown by a margin.
+#[test]
+fn triangle_boxes_from_points_match_swept_boxes() {
+    use crate::collide::bvh::swept_triangle_boxes;
+    let mut rng = Lcg(57);
+    let num_vertices = 200;
+    let x0: Vec<Vec3> = (0..num_vertices).map(|_| rng.vec(1.0)).collect();
+    let x1: Vec<Vec3> = x0.iter().map(|x| *x + rng.vec(0.02)).collect();
+    let mut points = vec![Aabb::EMPTY; num_vertices];
+    broad_phase::vertex_boxes(&x0, &x1, &mut points);
+    let offset = 50;
+    let tris: Vec<[u32; 3]> = (0..5000)
+        .map(|_| std::array::from_fn(|_| ((rng.next() + 1.0) * 0.5 * 149.0) as u32 % 150))
+        .collect();
+    for (offset, margin) in [(0u32, 0.002f32), (offset, 0.0005)] {
+        let (lo, hi) = (offset as usize, offset as usize + 150);
+        let mut swept = vec![Aabb::EMPTY; tris.len()];
+        swept_triangle_boxes(&x0[lo..hi], &x1[lo..hi], &tris, margin, &mut swept);
+        let mut from_points = vec![Aabb::EMPTY; tris.len()];
+        broad_phase::triangle_boxes_of_points(&points, &tris, offset, margin, &mut from_points);
+        assert_eq!(swept, from_points);
+    }
+}
