@@ -508,7 +508,7 @@ pub struct ProjectionSettings {
 /// next solves factor without trying, for a stretch that doubles with each failure in a row;
 /// when the last reuse needed more than half of them, the next solve factors. Decided on
 /// iteration counts only, so deterministic.
-/// `docs/methods/sparse-cholesky-ordering.md` has the measurements.
+/// `docs/methods/sparse-cholesky.md` §3 has the measurements.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FactorReuse {
     /// PCG iterations an earlier factor gets; 0: a numeric factorisation every iteration.

@@ -6,7 +6,7 @@
 //! that share a node. On such graphs a minimum-degree ordering is local and greedy, while
 //! dissection splits the mesh by a short separator, orders both halves first and the separator
 //! last, and recurses: the dense blocks of the factor are then the separators, of size about
-//! the square root of the part they split. `docs/methods/sparse-cholesky-ordering.md` has the
+//! the square root of the part they split. `docs/methods/sparse-cholesky.md` §1 has the
 //! measured fill and factor times against AMD on the cloth systems.
 //!
 //! Each part is split at one level of a breadth-first search from a pseudo-peripheral row:

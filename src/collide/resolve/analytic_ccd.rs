@@ -1,6 +1,6 @@
 //! Continuous collision detection of cloth vertices against the exact surface of the curved
 //! analytic colliders (spheres, capsules), in the CCD rounds instead of their tessellations
-//! (`docs/methods/analytic-collider-ccd.md`).
+//! (`docs/methods/collision-detection.md`, "Curved colliders exactly").
 #![deny(unsafe_code)]
 
 use glam::DVec3;
@@ -20,7 +20,7 @@ impl ClothCollision {
     /// the cloth (longest edge `L`, stretched by 10 %) whose vertices are that far out can dip
     /// into the surface, `(1.1 L)² / (6 r)`, so that no edge or face of the cloth crosses the
     /// surface (or the tessellation inside it) while its vertices keep out (derivation in
-    /// `docs/methods/analytic-collider-ccd.md`).
+    /// `docs/methods/collision-detection.md`, "Curved colliders exactly").
     pub(super) fn analytic_separation(&self, r: f32, s_min: f32) -> f32 {
         let l = 1.1 * self.longest_rest_edge;
         s_min + l * l / (6.0 * r)
