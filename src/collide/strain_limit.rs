@@ -475,6 +475,21 @@ impl Problem<'_> {
         }
     }
 
+    /// [`Problem::evaluate`] of edge `e` stored in its Gauss–Seidel slot (with its violation);
+    /// returns the slot's tally.
+    #[inline]
+    fn evaluate_into(&self, e: usize, v: &[Vec3], slot: &mut EdgeImpulse) -> Tally {
+        let (impulse, violation) = self.evaluate(e, v);
+        *slot = EdgeImpulse {
+            violation,
+            ..impulse
+        };
+        Tally {
+            max_violation: violation,
+            active: u32::from(impulse.active),
+        }
+    }
+
     /// Whether edge `e` passes the squared-length test of [`Problem::evaluate`] without a rate limit:
     /// it is then well inside its interval, and `evaluate` would return no impulse and violation 0.
     /// False when unsure (a rate limit is set, or the test fails). The same operations as
@@ -1187,15 +1202,7 @@ impl StrainLimiter {
                     *slot = EdgeImpulse::default();
                     continue;
                 }
-                let (impulse, violation) = problem.evaluate(e, v);
-                *slot = EdgeImpulse {
-                    violation,
-                    ..impulse
-                };
-                tally = tally.combine(Tally {
-                    max_violation: violation,
-                    active: u32::from(impulse.active),
-                });
+                tally = tally.combine(problem.evaluate_into(e, v, slot));
             }
             tally
         })
@@ -1441,11 +1448,7 @@ impl StrainLimiter {
                 let [i, j] = problem.edges[e];
                 let stale = changed_at[i as usize].max(changed_at[j as usize]) >= since;
                 if stale {
-                    let (impulse, violation) = problem.evaluate(e, v);
-                    *slot = EdgeImpulse {
-                        violation,
-                        ..impulse
-                    };
+                    problem.evaluate_into(e, v, slot);
                 } else {
                     slot.active = false;
                 }
@@ -1465,15 +1468,7 @@ impl StrainLimiter {
         let mut tally = Tally::default();
         for &slot in &self.work.current {
             let e = self.colour_order[slot as usize] as usize;
-            let (impulse, violation) = problem.evaluate(e, v);
-            self.impulses[slot as usize] = EdgeImpulse {
-                violation,
-                ..impulse
-            };
-            tally = tally.combine(Tally {
-                max_violation: violation,
-                active: u32::from(impulse.active),
-            });
+            tally = tally.combine(problem.evaluate_into(e, v, &mut self.impulses[slot as usize]));
         }
         tally
     }

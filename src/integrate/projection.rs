@@ -3105,6 +3105,58 @@ mod tests {
         }
     }
 
+    /// Gives each of `nodes` a hard, speculative, unilateral contact row on `geometry`'s plane
+    /// at its prediction (a plane it cannot reach where the geometry has none yet: taken over
+    /// by the geometry's when the node comes near) and projects `target` with the edge rows
+    /// `set` proximal, as the cloth's (`RowRole::Proximal`: hard at convergence). Returns the
+    /// projected positions and the report.
+    #[allow(clippy::too_many_arguments)] // a test's whole projection set-up in one call
+    fn project_onto(
+        proj: &mut GaussNewtonProjection,
+        set: &EdgeLengths,
+        edges: &[[u32; 2]],
+        inv_mass: &[f64],
+        target: &[DVec3],
+        nodes: std::ops::Range<u32>,
+        geometry: &dyn ContactGeometry,
+        settings: &ProjectionSettings,
+    ) -> (Vec<DVec3>, ProjectionReport) {
+        for v in nodes {
+            let (dir, t) = geometry
+                .plane(v, target[v as usize])
+                .unwrap_or((DVec3::Y, -1.0));
+            proj.push_contact(ContactRow {
+                vertex: v,
+                direction: dir,
+                target: t,
+                compliance: 0.0,
+                unilateral: true,
+                speculative: true,
+            });
+        }
+        let prox: Vec<f64> = edges
+            .iter()
+            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
+            .collect();
+        let family = RowFamily {
+            set,
+            role: RowRole::Proximal(&prox),
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        };
+        let mut x = target.to_vec();
+        let rep = proj.project_in_contact(
+            &[family],
+            target,
+            inv_mass,
+            settings,
+            geometry,
+            &mut x,
+            &mut || false,
+        );
+        (x, rep)
+    }
+
     #[test]
     fn nodes_driven_into_an_obstacle_end_on_its_surface() {
         // A chain of 17 nodes (rest spacing 5 cm, 80 cm long) whose ends are pinned 30 cm apart
@@ -3129,21 +3181,6 @@ mod tests {
         target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
         let ball = Ball { r, eta };
         let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
-        for v in 1..n as u32 - 1 {
-            // Nodes far from the ball start with a plane they cannot reach (taken over by the
-            // ball's when they come near).
-            let (dir, t) = ball
-                .plane(v, target[v as usize])
-                .unwrap_or((DVec3::Y, -1.0));
-            proj.push_contact(ContactRow {
-                vertex: v,
-                direction: dir,
-                target: t,
-                compliance: 0.0,
-                unilateral: true,
-                speculative: true,
-            });
-        }
         let tolerance = 1e-6;
         let settings = ProjectionSettings {
             tolerance,
@@ -3151,26 +3188,15 @@ mod tests {
             contact_length: 0.05,
             ..ProjectionSettings::default()
         };
-        // Proximal rows, as the cloth's (RowRole::Proximal): hard at convergence.
-        let prox: Vec<f64> = edges
-            .iter()
-            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
-            .collect();
-        let family = RowFamily {
-            set: &set,
-            role: RowRole::Proximal(&prox),
-            linear: false,
-            scale: StrainScale::PerRow(&set.rest),
-        };
-        let mut x = target.clone();
-        let rep = proj.project_in_contact(
-            &[family],
-            &target,
+        let (x, rep) = project_onto(
+            &mut proj,
+            &set,
+            &edges,
             &inv_mass,
-            &settings,
+            &target,
+            1..n as u32 - 1,
             &ball,
-            &mut x,
-            &mut || false,
+            &settings,
         );
         assert!(rep.converged, "{rep:?}");
         // Contact rows in pool order: node v has row v − 1. A row that pushes (λ < 0) holds its
@@ -3246,19 +3272,6 @@ mod tests {
             .collect();
         let cylinder = Cylinder { r, eta };
         let mut proj = GaussNewtonProjection::new(nv, &[&set], nv);
-        for v in n as u32..nv as u32 {
-            let (dir, t) = cylinder
-                .plane(v, target[v as usize])
-                .expect("the cylinder has a plane everywhere");
-            proj.push_contact(ContactRow {
-                vertex: v,
-                direction: dir,
-                target: t,
-                compliance: 0.0,
-                unilateral: true,
-                speculative: true,
-            });
-        }
         let tolerance = 1e-3;
         let settings = ProjectionSettings {
             tolerance,
@@ -3266,25 +3279,15 @@ mod tests {
             contact_length: 0.025,
             ..ProjectionSettings::default()
         };
-        let prox: Vec<f64> = edges
-            .iter()
-            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
-            .collect();
-        let family = RowFamily {
-            set: &set,
-            role: RowRole::Proximal(&prox),
-            linear: false,
-            scale: StrainScale::PerRow(&set.rest),
-        };
-        let mut x = target.clone();
-        let rep = proj.project_in_contact(
-            &[family],
-            &target,
+        let (x, rep) = project_onto(
+            &mut proj,
+            &set,
+            &edges,
             &inv_mass,
-            &settings,
+            &target,
+            n as u32..nv as u32,
             &cylinder,
-            &mut x,
-            &mut || false,
+            &settings,
         );
         assert!(rep.converged, "{rep:?}");
         assert!(rep.iterations <= 8, "{rep:?}");
