@@ -398,6 +398,18 @@ enum Kind {
     EdgeEdge,
 }
 
+impl Kind {
+    /// How many of a test's four vertices are on its first side: the point (1) or the first
+    /// edge (2); the rest are the triangle or the second edge.
+    #[inline]
+    fn split(self) -> usize {
+        match self {
+            Kind::PointTriangle => 1,
+            Kind::EdgeEdge => 2,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Candidate {
     kind: Kind,

@@ -99,10 +99,7 @@ pub(super) fn pair_eta(extra: &[f32], n: usize, c: &Candidate, eta: f32) -> f32 
 /// cubic for most candidates without changing any result.
 #[inline]
 pub(super) fn swept_near(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4], eta_c: f64) -> bool {
-    let split = match kind {
-        Kind::PointTriangle => 1,
-        Kind::EdgeEdge => 2,
-    };
+    let split = kind.split();
     let a = [start[0], end[0], start[1], end[1]];
     let b = [start[1], end[1], start[2], end[2], start[3], end[3]];
     let m = margin(kind, eta_c);
@@ -175,10 +172,7 @@ pub(super) fn closing_and_limit(
     end: &[DVec3; 4],
     eta_c: f64,
 ) -> (f64, f64) {
-    let split = match kind {
-        Kind::PointTriangle => 1,
-        Kind::EdgeEdge => 2,
-    };
+    let split = kind.split();
     let d: [DVec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
     let mut closing = 0.0f64;
     for a in &d[..split] {
@@ -331,10 +325,7 @@ pub(super) fn largest_coordinate(x: &[Vec3]) -> f32 {
 /// 9 u₆₄ of the largest displacement, times √3) and 2⁻⁴⁰ m (products that underflow).
 #[inline]
 pub(super) fn screened_closing(kind: Kind, start: &[Vec3; 4], end: &[Vec3; 4]) -> (f32, f32) {
-    let split = match kind {
-        Kind::PointTriangle => 1,
-        Kind::EdgeEdge => 2,
-    };
+    let split = kind.split();
     let d: [Vec3; 4] = std::array::from_fn(|k| end[k] - start[k]);
     let mut closing = 0.0f32;
     for a in &d[..split] {

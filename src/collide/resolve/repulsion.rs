@@ -38,10 +38,7 @@ impl ClothCollision {
                 }
                 let eta = f64::from(pair_eta(extra, n, c, eta));
                 let q = c.verts.map(|i| x0[i as usize]);
-                let split = match c.kind {
-                    Kind::PointTriangle => 1,
-                    Kind::EdgeEdge => 2,
-                };
+                let split = c.kind.split();
                 if !near(&q[..split], &q[split..], margin(c.kind, eta)) {
                     return false;
                 }
