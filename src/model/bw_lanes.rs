@@ -51,9 +51,11 @@ pub const LANES: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Lanes(pub [f32; LANES]);
 
-/// One `bool` per element of a batch.
+/// One truth value per element of a batch, as a lane of all ones (true) or all zeros (false): the
+/// form a packed compare gives, so comparisons, `and` and selects compile to packed bit operations
+/// (an array of `bool` would be packed into bytes and unpacked again, lane by lane).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Mask([bool; LANES]);
+struct Mask([u32; LANES]);
 
 impl Lanes {
     /// Every lane `v`.
@@ -83,9 +85,9 @@ impl Lanes {
 
     #[inline(always)]
     fn compare(self, other: Self, f: impl Fn(f32, f32) -> bool) -> Mask {
-        let mut out = [false; LANES];
+        let mut out = [0; LANES];
         for ((o, a), b) in out.iter_mut().zip(self.0).zip(other.0) {
-            *o = f(a, b);
+            *o = if f(a, b) { u32::MAX } else { 0 };
         }
         Mask(out)
     }
@@ -135,19 +137,19 @@ impl Lanes {
 impl Mask {
     #[inline(always)]
     fn and(self, other: Self) -> Self {
-        let mut out = [false; LANES];
+        let mut out = [0; LANES];
         for ((o, a), b) in out.iter_mut().zip(self.0).zip(other.0) {
             *o = a & b;
         }
         Mask(out)
     }
 
-    /// `a` where the mask holds, else `b`.
+    /// `a` where the mask holds, else `b` (bit for bit, by masking the bits of both).
     #[inline(always)]
     fn select(self, a: Lanes, b: Lanes) -> Lanes {
         let mut out = [0.0; LANES];
         for (((o, m), a), b) in out.iter_mut().zip(self.0).zip(a.0).zip(b.0) {
-            *o = if m { a } else { b };
+            *o = f32::from_bits((m & a.to_bits()) | (!m & b.to_bits()));
         }
         Lanes(out)
     }
