@@ -35,7 +35,9 @@ use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
     membrane_element, stretch_measure,
 };
-use crate::model::bw_lanes::{HingeLanes, MembraneLanes, Vec3Lanes, bend_lanes, membrane_lanes};
+use crate::model::bw_lanes::{
+    HingeLanes, LANES, MembraneLanes, Vec3Lanes, bend_lanes, membrane_lanes,
+};
 use crate::model::bw_system::BendingStiffness;
 
 use super::element_batches::ElementBatches;
@@ -640,6 +642,7 @@ impl ImplicitEuler {
         let task = |t: usize, w: &mut RowWindow<'_>| -> f64 {
             let (tri_batches, hinge_batches) = batches.of_task(t);
             let mut energy = 0.0;
+            let mut tri_in = [[Vec3Lanes::ZERO; 3]; 3];
             let mut tri_out = MembraneLanes::ZERO;
             for (batch, rest) in batches.triangles[tri_batches.clone()]
                 .iter()
@@ -653,15 +656,11 @@ impl ImplicitEuler {
                     }
                     continue;
                 }
-                let corners = |values: &[Vec3]| -> [Vec3Lanes; 3] {
-                    std::array::from_fn(|m| {
-                        Vec3Lanes::gather(|k| values[batch.verts[k][m] as usize])
-                    })
-                };
+                gather_corners(&batch.verts, (x, v, y), &mut tri_in);
                 membrane_lanes(
-                    &corners(x),
-                    &corners(v),
-                    &corners(y),
+                    &tri_in[0],
+                    &tri_in[1],
+                    &tri_in[2],
                     rest,
                     &settings.membrane,
                     hf,
@@ -677,6 +676,7 @@ impl ImplicitEuler {
                     });
                 }
             }
+            let mut hinge_in = [[Vec3Lanes::ZERO; 4]; 3];
             let mut hinge_out = HingeLanes::ZERO;
             for (batch, rest) in batches.hinges[hinge_batches.clone()]
                 .iter()
@@ -690,15 +690,11 @@ impl ImplicitEuler {
                     }
                     continue;
                 }
-                let corners = |values: &[Vec3]| -> [Vec3Lanes; 4] {
-                    std::array::from_fn(|m| {
-                        Vec3Lanes::gather(|k| values[batch.verts[k][m] as usize])
-                    })
-                };
+                gather_corners(&batch.verts, (x, v, y), &mut hinge_in);
                 bend_lanes(
-                    &corners(x),
-                    &corners(v),
-                    &corners(y),
+                    &hinge_in[0],
+                    &hinge_in[1],
+                    &hinge_in[2],
                     rest,
                     &settings.bend,
                     hf,
@@ -908,6 +904,33 @@ fn hinge_element(
 #[inline]
 fn first3(a: &[DVec3; 4]) -> [DVec3; 3] {
     [a[0], a[1], a[2]]
+}
+
+/// The positions, velocities and contact offsets at a batch's corners, written into `out` (every
+/// lane of it): `out[0][m]` holds, lane by lane, each element's position at its corner `m`, then
+/// `out[1]` the velocities and `out[2]` the offsets. One pass over the corners reads each vertex
+/// index once for all three, into a buffer the caller keeps from batch to batch.
+///
+/// # Panics
+/// If a corner is not a vertex of `x`, `v` or `y`.
+#[inline(always)]
+fn gather_corners<const N: usize>(
+    verts: &[[u32; N]; LANES],
+    (x, v, y): (&[Vec3], &[Vec3], &[Vec3]),
+    out: &mut [[Vec3Lanes; N]; 3],
+) {
+    // Of the length of `x`, so that one bounds check serves all three.
+    let (v, y) = (&v[..x.len()], &y[..x.len()]);
+    for (k, corners) in verts.iter().enumerate() {
+        for (m, &i) in corners.iter().enumerate() {
+            let i = i as usize;
+            for (lanes, p) in out.iter_mut().zip([x[i], v[i], y[i]]) {
+                lanes[m].x.0[k] = p.x;
+                lanes[m].y.0[k] = p.y;
+                lanes[m].z.0[k] = p.z;
+            }
+        }
+    }
 }
 
 /// Adds an element's rows of `b` from a definite kernel (its blocks are added from their packed

@@ -205,7 +205,8 @@ pub struct Vec3Lanes {
 }
 
 impl Vec3Lanes {
-    const ZERO: Self = Self {
+    /// Every lane zero.
+    pub const ZERO: Self = Self {
         x: Lanes::splat(0.0),
         y: Lanes::splat(0.0),
         z: Lanes::splat(0.0),
@@ -497,7 +498,8 @@ impl<const N: usize> LaneShares<N> {
     #[inline(always)]
     #[must_use]
     pub fn rhs(&self, k: usize) -> [Vec3; N] {
-        self.rhs.map(|r| r.lane(k))
+        // By index: `self.rhs.map` would copy all the lanes to read one.
+        std::array::from_fn(|m| self.rhs[m].lane(k))
     }
 
     /// Lane `k`'s vectors `ĝ_m`.
@@ -542,7 +544,8 @@ impl MembraneLanes {
     #[inline(always)]
     pub fn blocks(&self, k: usize, mut add: impl FnMut(usize, usize, PackedBlock)) {
         let g = [0, 1, 2].map(|m| Spread::new(self.shares.g[m][k]));
-        let (alpha, beta) = (self.alpha.map(|a| a.0[k]), self.beta.map(|b| b.0[k]));
+        let alpha: [f32; 3] = std::array::from_fn(|m| self.alpha[m].0[k]);
+        let beta: [f32; 3] = std::array::from_fn(|m| self.beta[m].0[k]);
         let (m_u, m_v) = (self.m_u.lane(k), self.m_v.lane(k));
         // The stretch part of `(m, l)` and of `(l, m)` is one packed block: `α_m α_l = α_l α_m` and
         // `M_u`, `M_v` are symmetric entry by entry, so it is its own transpose.
