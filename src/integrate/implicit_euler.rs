@@ -912,7 +912,7 @@ fn first3(a: &[DVec3; 4]) -> [DVec3; 3] {
 /// index once for all three, into a buffer the caller keeps from batch to batch.
 ///
 /// # Panics
-/// If a corner is not a vertex of `x`, `v` or `y`.
+/// If a corner is not a vertex of `x`, or `v` or `y` is shorter than `x`.
 #[inline(always)]
 fn gather_corners<const N: usize>(
     verts: &[[u32; N]; LANES],
