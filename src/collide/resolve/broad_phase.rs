@@ -190,7 +190,15 @@ impl ClothCollision {
             }
         };
         union(&mut self.boxes, &first.tris, &second.tris);
-        self.bvh.refit(&self.boxes);
+        // The full self query uses the wide tree; the binary one serves the updates' queries
+        // and the obstacle pairs' cloth boxes, and is refitted only for them.
+        let wide_query = !incremental && settings.self_collision;
+        if wide_query {
+            self.wide.refit(&self.boxes);
+        }
+        if incremental || has_obstacles {
+            self.bvh.refit(&self.boxes);
+        }
         // The point–triangle margin reaches from the triangle's own box ([`margin`]); the
         // layer's triangle boxes are already inflated by `inflate`.
         let margins = |k: usize| {
@@ -257,7 +265,7 @@ impl ClothCollision {
                     !shares_any(&tris[a as usize], &tris[b as usize])
                         && members.is_none_or(|m| m.triangles_meet(a, b))
                 };
-                self_pairs(&self.bvh, &keep, &mut self.self_ws);
+                self_pairs_wide(&self.wide, &keep, &mut self.self_ws);
             }
             stats.pool_grew |= self.self_ws.grew();
             // The full search merges the neighbour tests into the tree's in triangle-pair
