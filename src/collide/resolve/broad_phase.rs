@@ -317,9 +317,13 @@ impl ClothCollision {
     }
 }
 
-/// True when two triangles share a vertex (or are the same triangle).
+/// True when two triangles share a vertex (or are the same triangle). All nine comparisons,
+/// without short-circuits: the tree queries ask it for every overlapping pair, most of them
+/// topological neighbours sharing a vertex at an unpredictable position.
+#[inline]
 pub(super) fn shares_any(a: &[u32; 3], b: &[u32; 3]) -> bool {
-    a.iter().any(|x| b.contains(x))
+    let meets = |x: u32| (x == b[0]) | (x == b[1]) | (x == b[2]);
+    meets(a[0]) | meets(a[1]) | meets(a[2])
 }
 
 /// One test between the features of two cloth triangles that share a vertex: its features
