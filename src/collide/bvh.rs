@@ -45,6 +45,13 @@
 //! thread count nor the schedule. Buffers live in a caller-owned [`PairWorkspace`] and only grow when a query
 //! finds more pairs than any earlier one, which [`PairWorkspace::grew`] reports.
 //!
+//! # A wide copy for the full self query
+//!
+//! The substep's full self query runs on [`WideBvh`] (`bvh/wide.rs`), the same leaves under nodes of up to four
+//! children whose boxes are tested against the query together, and whose groups test each leaf they find against
+//! all their members' boxes at once ([`self_pairs_wide`]); its output is [`self_pairs`]'. The binary tree keeps
+//! serving the incremental and the obstacle queries.
+//!
 //! # Depth bound
 //!
 //! Binned SAH can make very unbalanced splits (boxes of geometrically growing size), so below depth
@@ -55,8 +62,11 @@
 use std::ops::Range;
 
 use crate::runtime::executor::{join, parallel_here};
+
+mod wide;
 use glam::Vec3;
 use rayon::prelude::*;
+pub use wide::{WideBvh, self_pairs_wide};
 
 /// Largest number of primitives a [`Bvh`] accepts (`2^30`): node indices then fit in 31 bits, and the
 /// median-split tail of the build stays within [`MAX_DEPTH`].
@@ -1267,8 +1277,13 @@ mod tests {
             let mut ws = PairWorkspace::new();
             self_pairs(&bvh, &keep, &mut ws);
             prop_assert_eq!(ws.pairs(), &brute_self(&before, keep)[..]);
+            let mut wide = WideBvh::from_tree(&bvh);
+            let mut wide_ws = PairWorkspace::new();
+            self_pairs_wide(&wide, &keep, &mut wide_ws);
+            prop_assert_eq!(wide_ws.pairs(), ws.pairs());
 
             bvh.refit(&after);
+            wide.refit(&after);
             prop_assert_eq!(bvh.validate(), Ok(()));
             prop_assert_eq!(
                 bvh.root_box(),
@@ -1276,9 +1291,13 @@ mod tests {
             );
             self_pairs(&bvh, &keep, &mut ws);
             prop_assert_eq!(ws.pairs(), &brute_self(&after, keep)[..]);
+            self_pairs_wide(&wide, &keep, &mut wide_ws);
+            prop_assert_eq!(wide_ws.pairs(), ws.pairs());
             // Without a filter every overlapping pair comes back.
             self_pairs(&bvh, &|_, _| true, &mut ws);
             prop_assert_eq!(ws.pairs(), &brute_self(&after, |_, _| true)[..]);
+            self_pairs_wide(&wide, &|_, _| true, &mut wide_ws);
+            prop_assert_eq!(wide_ws.pairs(), ws.pairs());
         }
         Ok(())
     }
@@ -1350,6 +1369,11 @@ mod tests {
             let mut ws = PairWorkspace::new();
             self_pairs(&bvh, &keep, &mut ws);
             prop_assert_eq!(ws.pairs(), &brute_self(&swept, keep)[..]);
+            let mut wide = WideBvh::from_tree(&Bvh::build(&boxes_of(&x0, &tris, 0.0)));
+            wide.refit(&swept);
+            let mut wide_ws = PairWorkspace::new();
+            self_pairs_wide(&wide, &keep, &mut wide_ws);
+            prop_assert_eq!(wide_ws.pairs(), ws.pairs());
         }
 
         #[test]
@@ -1393,6 +1417,114 @@ mod tests {
     }
 
     /// A crumpled 65 × 65 grid (8 192 triangles): above every parallel threshold.
+    /// The wide tree over `bvh` (fitted to its boxes) gives [`self_pairs`]' pairs.
+    fn assert_wide_matches(bvh: &Bvh, keep: &(impl Fn(u32, u32) -> bool + Sync)) {
+        let wide = WideBvh::from_tree(bvh);
+        assert_eq!(wide.num_primitives(), bvh.num_primitives());
+        let (mut ws, mut wide_ws) = (PairWorkspace::new(), PairWorkspace::new());
+        self_pairs(bvh, keep, &mut ws);
+        self_pairs_wide(&wide, keep, &mut wide_ws);
+        assert_eq!(wide_ws.pairs(), ws.pairs());
+    }
+
+    #[test]
+    fn wide_self_pairs_match_the_binary_query() {
+        let (x, tris) = crumpled_65();
+        let keep = |i: u32, j: u32| !shares_vertex(tris[i as usize], tris[j as usize]);
+        for margin in [0.0, 0.004, 0.02] {
+            let boxes = boxes_of(&x, &tris, margin);
+            for strategy in STRATEGIES {
+                let bvh = Bvh::build_with(&boxes, strategy);
+                assert_wide_matches(&bvh, &keep);
+                assert_wide_matches(&bvh, &|_, _| true);
+            }
+        }
+        // Refitted far from the shape it was built on, and with every triangle numbered
+        // apart from its neighbours (groups queried member by member).
+        let mut bvh = Bvh::build(&boxes_of(&x, &tris, 0.0));
+        let mut wide = WideBvh::from_tree(&bvh);
+        let mut rng = Rng(11);
+        let moved: Vec<Vec3> = x.iter().map(|p| *p + 0.1 * rng.vec3()).collect();
+        let mut boxes = boxes_of(&moved, &tris, 0.004);
+        let len = boxes.len();
+        for i in (0..len).step_by(3) {
+            boxes.swap(i, len - 1 - i);
+        }
+        bvh.refit(&boxes);
+        wide.refit(&boxes);
+        let (mut ws, mut wide_ws) = (PairWorkspace::new(), PairWorkspace::new());
+        self_pairs(&bvh, &keep, &mut ws);
+        self_pairs_wide(&wide, &keep, &mut wide_ws);
+        assert!(!ws.pairs().is_empty());
+        assert_eq!(wide_ws.pairs(), ws.pairs());
+        assert_eq!(ws.pairs(), &brute_self(&boxes, keep)[..]);
+    }
+
+    #[test]
+    fn wide_tree_is_bit_identical_for_1_and_4_threads() {
+        let (x, tris) = crumpled_65();
+        let keep = |i: u32, j: u32| !shares_vertex(tris[i as usize], tris[j as usize]);
+        let bvh = Bvh::build(&boxes_of(&x, &tris, 0.0));
+        let boxes = boxes_of(&x, &tris, 0.004);
+        let run = |threads| {
+            in_pool(threads, || {
+                let mut wide = WideBvh::from_tree(&bvh);
+                wide.refit(&boxes);
+                let mut ws = PairWorkspace::new();
+                self_pairs_wide(&wide, &keep, &mut ws);
+                (wide.nodes.clone(), ws.pairs().to_vec())
+            })
+        };
+        let (one, four) = (run(1), run(4));
+        // Large enough for the parallel refit.
+        assert!(one.0.len() > 2 * 2048, "{} wide nodes", one.0.len());
+        assert_eq!(one, four);
+        assert_eq!(one.1, brute_self(&boxes, keep));
+    }
+
+    #[test]
+    fn wide_tree_on_small_deep_and_degenerate_trees() {
+        let keep_all = |_: u32, _: u32| true;
+        for n in 0..6 {
+            let boxes: Vec<Aabb> = (0..n)
+                .map(|i| {
+                    Aabb::new(
+                        Vec3::splat(i as f32 * 0.5),
+                        Vec3::splat(i as f32 * 0.5 + 1.0),
+                    )
+                })
+                .collect();
+            assert_wide_matches(&Bvh::build(&boxes), &keep_all);
+        }
+        // Identical boxes: every pair.
+        let same = vec![Aabb::new(Vec3::splat(-1.0), Vec3::splat(2.0)); 300];
+        assert_wide_matches(&Bvh::build(&same), &keep_all);
+        assert_wide_matches(&Bvh::build(&same), &|i, j| (i + j) % 2 == 1);
+        // Empty and NaN boxes pair with nothing.
+        let mut odd = vec![Aabb::new(Vec3::ZERO, Vec3::ONE); 40];
+        odd[1] = Aabb::EMPTY;
+        odd[4] = Aabb::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::ONE);
+        odd[17] = Aabb::new(Vec3::ZERO, Vec3::new(1.0, f32::NAN, 1.0));
+        let bvh = Bvh::build(&odd);
+        assert_wide_matches(&bvh, &keep_all);
+        let mut ws = PairWorkspace::new();
+        self_pairs_wide(&WideBvh::from_tree(&bvh), &keep_all, &mut ws);
+        assert_eq!(ws.pairs(), &brute_self(&odd, keep_all)[..]);
+        // A tree as deep as the build allows.
+        let growing: Vec<Aabb> = (0..61)
+            .map(|k| {
+                let c = 2.0_f32.powi(4 * k - 120);
+                Aabb::new(
+                    Vec3::new(c, 0.0, 0.0),
+                    Vec3::new(1.05 * c, 0.05 * c, 0.05 * c),
+                )
+            })
+            .collect();
+        let deep = Bvh::build_capped(&growing, BuildStrategy::BinnedSah, usize::MAX);
+        assert!(deep.depth() > 40);
+        assert_wide_matches(&deep, &keep_all);
+    }
+
     fn crumpled_65() -> (Vec<Vec3>, Vec<[u32; 3]>) {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let noise: Vec<Vec3> = (0..65 * 65).map(|_| rng.vec3()).collect();

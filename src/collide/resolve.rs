@@ -78,8 +78,8 @@ use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
 use super::bvh::{
-    Aabb, Bvh, PAIR_CHUNK, PairWorkspace, cross_pairs, cross_pairs_of, self_pairs, self_pairs_of,
-    triangle_boxes,
+    Aabb, Bvh, PAIR_CHUNK, PairWorkspace, WideBvh, cross_pairs, cross_pairs_of, self_pairs_of,
+    self_pairs_wide, triangle_boxes,
 };
 use super::ccd::{
     CCD_TOLERANCE_FRACTION, CcdHit, ccd_edge_edge, ccd_point_triangle, min_separation,
@@ -437,6 +437,8 @@ pub struct ClothCollision {
     edges: Vec<[u32; 2]>,
     rest_lengths: Vec<f32>,
     bvh: Bvh,
+    /// The four-wide copy of `bvh` the full search queries ([`self_pairs_wide`]).
+    wide: WideBvh,
     boxes: Vec<Aabb>,
     /// The boxes of the current search, per layer ([`LayerBoxes`]).
     layers: [LayerBoxes; 2],
@@ -528,6 +530,7 @@ impl ClothCollision {
         let mut boxes = vec![Aabb::EMPTY; triangles.len()];
         triangle_boxes(x, triangles, 0.0, &mut boxes);
         let bvh = Bvh::build(&boxes);
+        let wide = WideBvh::from_tree(&bvh);
         Self {
             n: num_vertices,
             tris: triangles.to_vec(),
@@ -535,6 +538,7 @@ impl ClothCollision {
             edges: edges.to_vec(),
             rest_lengths: rest_lengths.to_vec(),
             bvh,
+            wide,
             boxes,
             neighbours,
             layers: [

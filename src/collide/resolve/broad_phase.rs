@@ -190,7 +190,15 @@ impl ClothCollision {
             }
         };
         union(&mut self.boxes, &first.tris, &second.tris);
-        self.bvh.refit(&self.boxes);
+        // The full self query uses the wide tree; the binary one serves the updates' queries
+        // and the obstacle pairs' cloth boxes, and is refitted only for them.
+        let wide_query = !incremental && settings.self_collision;
+        if wide_query {
+            self.wide.refit(&self.boxes);
+        }
+        if incremental || has_obstacles {
+            self.bvh.refit(&self.boxes);
+        }
         // The point–triangle margin reaches from the triangle's own box ([`margin`]); the
         // layer's triangle boxes are already inflated by `inflate`.
         let margins = |k: usize| {
@@ -257,7 +265,7 @@ impl ClothCollision {
                     !shares_any(&tris[a as usize], &tris[b as usize])
                         && members.is_none_or(|m| m.triangles_meet(a, b))
                 };
-                self_pairs(&self.bvh, &keep, &mut self.self_ws);
+                self_pairs_wide(&self.wide, &keep, &mut self.self_ws);
             }
             stats.pool_grew |= self.self_ws.grew();
             // The full search merges the neighbour tests into the tree's in triangle-pair
@@ -309,9 +317,13 @@ impl ClothCollision {
     }
 }
 
-/// True when two triangles share a vertex (or are the same triangle).
+/// True when two triangles share a vertex (or are the same triangle). All nine comparisons,
+/// without short-circuits: the tree queries ask it for every overlapping pair, most of them
+/// topological neighbours sharing a vertex at an unpredictable position.
+#[inline]
 pub(super) fn shares_any(a: &[u32; 3], b: &[u32; 3]) -> bool {
-    a.iter().any(|x| b.contains(x))
+    let meets = |x: u32| (x == b[0]) | (x == b[1]) | (x == b[2]);
+    meets(a[0]) | meets(a[1]) | meets(a[2])
 }
 
 /// One test between the features of two cloth triangles that share a vertex: its features
