@@ -37,7 +37,10 @@
 //! parallel): the forward solve reads `r_i` right after updating `dv_i` and `r_i`, and the
 //! backward solve filters each `s_i` and adds `r_i · s_i` as soon as it is solved, in one
 //! `f64` sum per range of rows added in a fixed order (the same for any thread count).
-//! Nothing allocates once the workspace exists.
+//! With the factor in two parts, on a rayon worker, the same passes (the same functions, the
+//! same sums in the same order) run as the phases of a two-thread crew, one fork-join a solve
+//! instead of several an iteration, the direction pass split into chunks too
+//! (`pcg_crew`, `docs/methods/threading.md`). Nothing allocates once the workspace exists.
 //!
 //! Departure from the §2.8 pseudocode: `s` is filtered (`s = S P⁻¹ r`, so
 //! `d = r · S P⁻¹ S r`). In exact arithmetic `r ∈ range(S)` and nothing changes; in `f32`, `r`
