@@ -652,45 +652,105 @@ impl IncompleteBlockLdl {
     pub fn sweep<S: Sweep>(&mut self, sweep: S, out: &mut [Vec3]) -> f64 {
         let n = self.num_rows();
         assert_eq!(out.len(), n, "IncompleteBlockLdl::sweep: wrong length");
-        let IncompleteBlockLdl {
-            pat, l, d_inv, y, ..
-        } = self;
-        let ldl = Solves {
-            pat,
-            l,
-            d_inv: &d_inv[..],
-        };
-        let y = &mut y[..];
-        if pat.num_parts() == 1 {
+        let (parts, y) = self.part_solves();
+        if parts.ldl.pat.num_parts() == 1 {
             let mut sweep = sweep;
-            ldl.forward(0..n, &mut sweep, (y, out), 0);
-            return ldl.backward(0..n, &mut sweep, out, 0);
+            parts.ldl.forward(0..n, &mut sweep, (y, out), 0);
+            return parts.ldl.backward(0..n, &mut sweep, out, 0);
         }
-        let (a, b) = pat.natural;
+        let (a, b) = parts.ldl.pat.natural;
         let (mut s0, rest) = sweep.split_at(a);
         let (mut separator, mut s1) = rest.split_at(b);
-        let sep = pat.separator_start();
         {
             let (y0, y_rest) = y.split_at_mut(a);
             let y1 = &mut y_rest[b - a..];
             let (o0, o_rest) = out.split_at_mut(a);
             let o1 = &mut o_rest[b - a..];
-            let (rows0, rows1) = (pat.part_rows(0), pat.part_rows(1));
             join(
-                || ldl.forward(rows0, &mut s0, (y0, o0), 0),
-                || ldl.forward(rows1, &mut s1, (y1, o1), b),
+                || parts.forward_part(0, &mut s0, y0, o0),
+                || parts.forward_part(1, &mut s1, y1, o1),
             );
         }
-        ldl.forward(sep..n, &mut separator, (y, out), 0);
-        let dot = ldl.backward(sep..n, &mut separator, out, 0);
+        let dot = parts.separator(&mut separator, y, out);
         let (o0, o_rest) = out.split_at_mut(a);
         let o1 = &mut o_rest[b - a..];
-        let (rows0, rows1) = (pat.part_rows(0), pat.part_rows(1));
         let (dot0, dot1) = join(
-            || ldl.backward(rows0, &mut s0, o0, 0),
-            || ldl.backward(rows1, &mut s1, o1, b),
+            || parts.backward_part(0, &mut s0, o0),
+            || parts.backward_part(1, &mut s1, o1),
         );
         dot + dot0 + dot1
+    }
+
+    /// The solves of [`IncompleteBlockLdl::sweep`] one step at a time, for a caller that
+    /// runs the two parts on threads of its own (`super::crew`), and the forward solve's
+    /// vector `y` (by rows of `A`) they use.
+    pub(crate) fn part_solves(&mut self) -> (PartSolves<'_>, &mut [Vec3A]) {
+        let IncompleteBlockLdl {
+            pat, l, d_inv, y, ..
+        } = self;
+        let ldl = Solves { pat, l, d_inv };
+        (PartSolves { ldl }, &mut y[..])
+    }
+}
+
+/// The steps of the two-part solves ([`IncompleteBlockLdl::sweep`]): each part's forward
+/// solve, the separator's two solves, each part's backward solve. Every row's arithmetic is
+/// the same whichever thread runs a step; the steps must run in that order, each part's
+/// after the separator's before it.
+pub(crate) struct PartSolves<'a> {
+    ldl: Solves<'a>,
+}
+
+impl PartSolves<'_> {
+    /// The rows of `A` of part `p` (0: `[0, a)`, 1: `[b, n)`), a contiguous range of every
+    /// vector.
+    pub(crate) fn natural_rows(&self, p: usize) -> Range<usize> {
+        let (a, b) = self.ldl.pat.natural;
+        if p == 0 {
+            0..a
+        } else {
+            b..self.ldl.pat.num_rows()
+        }
+    }
+
+    /// The rows of `A` of the separator, `[a, b)`.
+    pub(crate) fn separator_rows(&self) -> Range<usize> {
+        let (a, b) = self.ldl.pat.natural;
+        a..b
+    }
+
+    /// The forward solve of part `p`; `y` and `out` hold its rows ([`Self::natural_rows`]).
+    pub(crate) fn forward_part(
+        &self,
+        p: usize,
+        sweep: &mut impl Sweep,
+        y: &mut [Vec3A],
+        out: &mut [Vec3],
+    ) {
+        let base = self.natural_rows(p).start;
+        self.ldl
+            .forward(self.ldl.pat.part_rows(p), sweep, (y, out), base);
+    }
+
+    /// The separator's forward and backward solves (after both parts' forward solves);
+    /// `y` and `out` are whole. Returns the separator's sum of [`Sweep::finish`] terms.
+    pub(crate) fn separator(
+        &self,
+        sweep: &mut impl Sweep,
+        y: &mut [Vec3A],
+        out: &mut [Vec3],
+    ) -> f64 {
+        let rows = self.ldl.pat.separator_start()..self.ldl.pat.num_rows();
+        self.ldl.forward(rows.clone(), sweep, (y, out), 0);
+        self.ldl.backward(rows, sweep, out, 0)
+    }
+
+    /// The backward solve of part `p` (after the separator's); `out` holds its rows.
+    /// Returns the part's sum of [`Sweep::finish`] terms.
+    pub(crate) fn backward_part(&self, p: usize, sweep: &mut impl Sweep, out: &mut [Vec3]) -> f64 {
+        let base = self.natural_rows(p).start;
+        self.ldl
+            .backward(self.ldl.pat.part_rows(p), sweep, out, base)
     }
 }
 

@@ -29,11 +29,13 @@
 pub mod block_csr;
 pub mod block_ldl;
 pub mod cg;
+mod crew;
 pub mod csr;
 pub mod ic0;
 pub mod nested_dissection;
 pub mod pattern;
 pub mod pcg;
+mod pcg_crew;
 pub mod precond;
 pub mod reduce;
 pub mod scalar_pcg;

@@ -37,7 +37,10 @@
 //! parallel): the forward solve reads `r_i` right after updating `dv_i` and `r_i`, and the
 //! backward solve filters each `s_i` and adds `r_i · s_i` as soon as it is solved, in one
 //! `f64` sum per range of rows added in a fixed order (the same for any thread count).
-//! Nothing allocates once the workspace exists.
+//! With the factor in two parts, on a rayon worker, the same passes (the same functions, the
+//! same sums in the same order) run as the phases of a two-thread crew, one fork-join a solve
+//! instead of several an iteration, the direction pass split into chunks too
+//! (`pcg_crew`, `docs/methods/threading.md`). Nothing allocates once the workspace exists.
 //!
 //! Departure from the §2.8 pseudocode: `s` is filtered (`s = S P⁻¹ r`, so
 //! `d = r · S P⁻¹ S r`). In exact arithmetic `r ∈ range(S)` and nothing changes; in `f32`, `r`
@@ -61,6 +64,7 @@ use super::block_csr::BlockCsr;
 use super::block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
 use super::cg::{self, CgSystem};
 use super::pattern::BlockPattern;
+use super::pcg_crew;
 use super::precond::BlockJacobi;
 use super::reduce::{self, dot_f64};
 
@@ -166,7 +170,7 @@ impl Filter {
 
 /// Where the solver reads each row's filter: a per-vertex slice, or "all free" (the plain
 /// PCG, monomorphised so the filter costs nothing).
-trait FilterSet: Sync {
+pub(super) trait FilterSet: Sync {
     /// Every filter is [`Filter::Free`].
     const ALL_FREE: bool;
     fn get(&self, i: usize) -> Filter;
@@ -472,6 +476,29 @@ fn solve<F: FilterSet>(
     };
 
     let threshold = settings.tolerance * settings.tolerance * d0;
+    if let Pre::Factor(factor) = &mut pre
+        && pcg_crew::usable(factor, n)
+    {
+        // The same iteration, its passes handed to a two-thread crew (`pcg_crew`).
+        let d_new = pcg_crew::iterate(
+            pcg_crew::Vectors {
+                dv: &mut *dv,
+                r,
+                c,
+                q,
+                s,
+            },
+            a,
+            filters,
+            factor,
+            d_new,
+            threshold,
+            settings.max_iterations,
+            should_stop,
+            &mut report,
+        );
+        return finish(filters, z, dv, d0, d_new, report);
+    }
     let mut system = FilteredSystem {
         a,
         filters,
@@ -490,6 +517,18 @@ fn solve<F: FilterSet>(
         should_stop,
         &mut report,
     );
+    finish(filters, z, dv, d0, d_new, report)
+}
+
+/// The end of a solve after the iteration: the constraints re-imposed, the residual reported.
+fn finish<F: FilterSet>(
+    filters: &F,
+    z: Option<&[Vec3]>,
+    dv: &mut [Vec3],
+    d0: f64,
+    d_new: f64,
+    mut report: PcgReport,
+) -> PcgReport {
     if !F::ALL_FREE {
         // Rounding in the filtered steps lets the constrained components of a general
         // direction drift by a few ulps per iteration; re-projecting bounds the drift by the
@@ -638,14 +677,14 @@ fn precondition_pass<F: FilterSet>(
 /// The CG update `dv += α c`, `r −= α q` as the forward solve's right-hand side, and
 /// `s = S P⁻¹ r` with the terms of `r · s` from the backward solve
 /// ([`IncompleteBlockLdl::sweep`]). `dv` and `r` hold the rows from `base` on.
-struct UpdateSweep<'a, F: FilterSet> {
-    base: usize,
-    alpha: f32,
-    c: &'a [Vec3],
-    q: &'a [Vec3],
-    dv: &'a mut [Vec3],
-    r: &'a mut [Vec3],
-    filters: &'a F,
+pub(super) struct UpdateSweep<'a, F: FilterSet> {
+    pub(super) base: usize,
+    pub(super) alpha: f32,
+    pub(super) c: &'a [Vec3],
+    pub(super) q: &'a [Vec3],
+    pub(super) dv: &'a mut [Vec3],
+    pub(super) r: &'a mut [Vec3],
+    pub(super) filters: &'a F,
 }
 
 impl<F: FilterSet> super::block_ldl::Sweep for UpdateSweep<'_, F> {
@@ -689,24 +728,31 @@ const SERIAL_VECTOR_ROWS: usize = 16_384;
 
 /// `c = S (s + β c)`, or `c = S s` for the first direction.
 fn direction_pass<F: FilterSet>(filters: &F, s: &[Vec3], beta: Option<f32>, c: &mut [Vec3]) {
-    let row = |i: usize, ci: &mut Vec3| {
-        let v = match beta {
-            Some(beta) => s[i] + *ci * beta,
-            None => s[i],
-        };
-        *ci = filters.get(i).apply(v);
-    };
     if c.len() < SERIAL_VECTOR_ROWS {
-        for (i, ci) in c.iter_mut().enumerate() {
-            row(i, ci);
-        }
+        direction_rows(filters, 0, s, beta, c);
         return;
     }
     reduce::for_each_chunk(c, |first, chunk: &mut [Vec3]| {
-        for (k, ci) in chunk.iter_mut().enumerate() {
-            row(first + k, ci);
-        }
+        direction_rows(filters, first, &s[first..first + chunk.len()], beta, chunk);
     });
+}
+
+/// The direction pass on the rows `first..first + c.len()`; `s` holds the same rows.
+#[inline]
+pub(super) fn direction_rows<F: FilterSet>(
+    filters: &F,
+    first: usize,
+    s: &[Vec3],
+    beta: Option<f32>,
+    c: &mut [Vec3],
+) {
+    for (k, (ci, si)) in c.iter_mut().zip(s).enumerate() {
+        let v = match beta {
+            Some(beta) => *si + *ci * beta,
+            None => *si,
+        };
+        *ci = filters.get(first + k).apply(v);
+    }
 }
 
 /// `q = S (A c)`; returns `c · q`.
@@ -717,14 +763,27 @@ fn filtered_product_pass<F: FilterSet>(
     q: &mut [Vec3],
 ) -> f64 {
     reduce::sum_chunks_mut(q, |first, chunk: &mut [Vec3]| {
-        let mut acc = 0.0;
-        for (k, qi) in chunk.iter_mut().enumerate() {
-            let i = first + k;
-            *qi = filters.get(i).apply(a.row_product(i, c));
-            acc += dot_f64(c[i], *qi);
-        }
-        acc
+        product_rows(a, filters, c, first, chunk)
     })
+}
+
+/// The product pass on the rows `first..first + q.len()` (one chunk of the fixed summation
+/// order); `c` is whole. Returns the chunk's `c · q`, summed in row order.
+#[inline]
+pub(super) fn product_rows<F: FilterSet>(
+    a: &BlockCsr,
+    filters: &F,
+    c: &[Vec3],
+    first: usize,
+    q: &mut [Vec3],
+) -> f64 {
+    let mut acc = 0.0;
+    for (k, qi) in q.iter_mut().enumerate() {
+        let i = first + k;
+        *qi = filters.get(i).apply(a.row_product(i, c));
+        acc += dot_f64(c[i], *qi);
+    }
+    acc
 }
 
 /// `dv += α c`, `r -= α q`, `s = S P⁻¹ r`; returns `r · s`.
@@ -1575,6 +1634,69 @@ mod tests {
             );
             assert!(filters[i].apply(out[i]).length() <= 1e-4 * (1.0 + out[i].length()));
         }
+    }
+
+    #[test]
+    fn the_crew_gives_the_fork_join_bits() {
+        // From the test's own thread (not a rayon worker) the solve takes the fork-join
+        // passes; inside a pool, the crew (`pcg_crew`). Same bits, same report, also when
+        // the deadline or the cap stops the iteration part-way.
+        let n = 9_000;
+        let a = random_spd(n, 3, 121);
+        let mut rng = Rng::new(122);
+        let filters = random_filters(n, &mut rng);
+        let z = random_z(&filters, &mut rng);
+        let b = random_rhs(n, &mut rng);
+        for kind in FACTORED {
+            for (cap, stop_at) in [(200, u32::MAX), (7, u32::MAX), (200, 5), (0, u32::MAX)] {
+                let run = || {
+                    // A fresh workspace: the factor's shift level carries over between solves.
+                    let mut ws = workspace_in_two_parts(a.pattern(), kind);
+                    let mut dv = vec![Vec3::ZERO; n];
+                    let mut calls = Vec::new();
+                    let report = solve_filtered_pcg(
+                        &a,
+                        &b,
+                        &z,
+                        &filters,
+                        &settings(cap, 1e-6),
+                        &mut ws,
+                        &mut dv,
+                        &mut |it| {
+                            calls.push(it);
+                            it >= stop_at
+                        },
+                    );
+                    (bits(&dv), report, calls, bits(ws.residual()))
+                };
+                let serial = run();
+                assert!(rayon::current_thread_index().is_none());
+                for threads in [1, 2, 4] {
+                    let crew = in_pool(threads, run);
+                    assert_eq!(serial.1, crew.1, "{kind:?} cap {cap} stop {stop_at}");
+                    assert_eq!(
+                        serial.1.relative_residual.to_bits(),
+                        crew.1.relative_residual.to_bits()
+                    );
+                    assert_eq!(serial.2, crew.2, "the deadline asked the same");
+                    assert!(
+                        serial.0 == crew.0 && serial.3 == crew.3,
+                        "{kind:?} {threads}"
+                    );
+                }
+                if cap == 200 && stop_at == u32::MAX {
+                    assert!(
+                        serial.1.converged && serial.1.iterations >= 5,
+                        "{:?}",
+                        serial.1
+                    );
+                }
+            }
+        }
+    }
+
+    fn bits(v: &[Vec3]) -> Vec<[u32; 3]> {
+        v.iter().map(|x| x.to_array().map(f32::to_bits)).collect()
     }
 
     #[test]
