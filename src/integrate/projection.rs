@@ -40,7 +40,9 @@
 //!   iterations it needed with the fresh factor, Jacobi on the contact rows; or plain Jacobi,
 //!   `K_aa = Σ w_v |∇_v C_a|² + D_a`, which needs no assembled `K`.
 //! - Warm start: `z` of the previous iteration and of the previous call (cloth rows keep their
-//!   order); contact rows start at 0.
+//!   order); contact rows start at 0. Opt-in ([`SelfStressFilter`]): at the end of a call the
+//!   self-stress of redundant rows (multipliers that move no node) is taken out, with the
+//!   last factor, so that the curvature majorizer does not read it as tension.
 //! - Stopping test (§A15): `max_a |C_a(x)| / scale_a ≤ tolerance` over the rows
 //!   of the families that declare a [`StrainScale`] (inextensibility: `scale = d_ij`, the
 //!   strain), with [`ProjectionSettings::test_monitored_strain`] over what those families
@@ -496,6 +498,32 @@ pub struct ProjectionSettings {
     /// With [`LinearSolver::Cholesky`]: solve by PCG preconditioned with the last numeric
     /// factor before factoring again ([`FactorReuse`]).
     pub factor_reuse: FactorReuse,
+    /// When the self-stress is taken out of the proximal rows' multipliers before they warm
+    /// start the next projection ([`SelfStressFilter`]).
+    pub self_stress_filter: SelfStressFilter,
+}
+
+/// When a projection takes the self-stress out of the multipliers of its
+/// [`RowRole::Proximal`] rows, the part that moves no node and that the next projection would
+/// otherwise inherit as its warm start (`docs/methods/isometric-model.md` §A20).
+///
+/// The filter replaces the cloth rows' multipliers `λ` by `λ − K̄⁻¹ D λ = K̄⁻¹ (G W' Gᵀ) λ`
+/// with the numeric factor of the projection's last solve (one more pair of triangular
+/// solves, no factorisation): a component of `λ` on a generalised eigenvector of
+/// `(G W' Gᵀ, D)` with eigenvalue `a` is scaled by `a / (1 + a)`, so a self-stress (`a = 0`)
+/// goes and a well-determined multiplier (`a ≫ 1`) stays. It runs only when that last solve
+/// was direct ([`LinearSolver::Cholesky`]) and the iteration did not switch to fast
+/// projection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelfStressFilter {
+    /// Never: the warm start keeps the last solve's multipliers (the default).
+    #[default]
+    Off,
+    /// After a projection that met its tolerance: its multipliers are then those of a
+    /// solution up to the self-stress. After an unconverged one they are kept.
+    AfterConvergence,
+    /// After every projection.
+    Always,
 }
 
 /// The last numeric factor of [`LinearSolver::Cholesky`] kept as the preconditioner of PCG on
@@ -544,6 +572,7 @@ impl Default for ProjectionSettings {
             fast_projection_below: 0.1,
             test_monitored_strain: false,
             factor_reuse: FactorReuse::default(),
+            self_stress_filter: SelfStressFilter::Off,
         }
     }
 }
@@ -585,6 +614,8 @@ pub struct ProjectionReport {
     /// (the last violation non-finite or `DIVERGED_FACTOR` times the best) and returned the
     /// best iterate instead of the last one.
     pub kept_best: bool,
+    /// The self-stress was taken out of the multipliers at the end ([`SelfStressFilter`]).
+    pub self_stress_filtered: bool,
 }
 
 /// Wall-clock time of the sparse direct solves, accumulated over calls (measurement only: it
@@ -1209,6 +1240,8 @@ impl GaussNewtonProjection {
         let mut evaluated: Option<f64> = None;
         // The best iterate so far (the budget keeps it: an unconverged call returns it).
         let mut best_violation = f64::INFINITY;
+        // Whether the last solve used the numeric factor (the self-stress filter needs it).
+        let mut last_direct = false;
         loop {
             // C(x⁽ˢ⁾) and the stopping test.
             report.max_violation = match evaluated.take() {
@@ -1379,6 +1412,7 @@ impl GaussNewtonProjection {
                     ok
                 }
             };
+            last_direct = direct && !fast;
             let cg = if direct {
                 PcgReport {
                     converged: true,
@@ -1488,6 +1522,14 @@ impl GaussNewtonProjection {
             // The warm start of the next call and `multipliers()`: the totals.
             self.z[..rows].copy_from_slice(&self.z_total[..rows]);
         }
+        let filter = match settings.self_stress_filter {
+            SelfStressFilter::Off => false,
+            SelfStressFilter::AfterConvergence => report.converged,
+            SelfStressFilter::Always => true,
+        };
+        if filter && last_direct {
+            report.self_stress_filtered = self.filter_self_stress(families);
+        }
         // The last iterate is kept unless the iteration diverged: it ends non-finite or more
         // than `DIVERGED_FACTOR` times the best violation it reached (and over the tolerance;
         // violations below `ROUND_OFF_VIOLATION` are rounding noise).
@@ -1502,6 +1544,54 @@ impl GaussNewtonProjection {
             report.kept_best = true;
         }
         report
+    }
+
+    /// Takes the self-stress out of the multipliers of the proximal cloth rows
+    /// ([`SelfStressFilter`]): `λ ← λ − K̄⁻¹ D λ` on those rows, with the factor of the last
+    /// solve. The contact and self-contact rows start every projection at 0 and are left as
+    /// they are. Returns whether the multipliers changed (not when there is no factor or the
+    /// result is not finite). Allocates nothing.
+    ///
+    /// The right-hand side `D λ` is zero on the one-vertex contact rows, so their elimination
+    /// leaves it unchanged and the reduced system `K̄` is solved as it stands.
+    fn filter_self_stress(&mut self, families: &[RowFamily<'_>]) -> bool {
+        let cloth = self.num_cloth_rows();
+        let n = cloth + self.self_rows.len();
+        let chol = if self.self_rows.is_empty() {
+            self.cholesky.as_mut()
+        } else {
+            self.augmented.as_deref_mut().and_then(|a| a.chol.as_mut())
+        };
+        let Some(chol) = chol.filter(|c| c.is_factored()) else {
+            return false;
+        };
+        let y = &mut self.rhs[..n];
+        y.fill(0.0);
+        let mut any = false;
+        for (i, f) in families.iter().enumerate() {
+            if let RowRole::Proximal(_) = f.role {
+                let r = self.topo.family_rows[i]..self.topo.family_rows[i + 1];
+                for ((y, d), z) in y[r.clone()]
+                    .iter_mut()
+                    .zip(&self.diag[r.clone()])
+                    .zip(&self.z[r])
+                {
+                    *y = d * z;
+                    any |= *y != 0.0;
+                }
+            }
+        }
+        if !any {
+            return false;
+        }
+        chol.solve_in_place(y);
+        if !y.iter().all(|v| v.is_finite()) {
+            return false;
+        }
+        for (z, y) in self.z[..cloth].iter_mut().zip(&y[..cloth]) {
+            *z -= y;
+        }
+        true
     }
 
     /// Phase 2 of [`GaussNewtonProjection::project`]: the residual rows (the potential) are
@@ -3501,6 +3591,65 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn self_stress_filter_removes_a_self_stress_and_keeps_the_force() {
+        // Two copies of one distance row on a pinned and a free node: `(1, −1)` on their
+        // multipliers moves nothing (a self-stress, isometric-model.md §A20). Injected into the
+        // warm start, it stays through a projection without the filter and goes with it, while
+        // the force (the sum of the two multipliers) and the positions are unchanged.
+        let x0 = vec![DVec3::ZERO, DVec3::X];
+        let set = EdgeLengths::new(&[[0, 1], [0, 1]], &x0);
+        let inv_mass = [0.0, 1.0];
+        let target = vec![DVec3::ZERO, DVec3::new(1.2, 0.3, 0.0)];
+        let prox = [1e-6, 1e-6];
+        let fam = || RowFamily {
+            set: &set,
+            role: RowRole::Proximal(&prox),
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        };
+        let run = |filter: SelfStressFilter| {
+            let settings = ProjectionSettings {
+                tolerance: 1e-9,
+                max_iterations: 50,
+                self_stress_filter: filter,
+                ..ProjectionSettings::default()
+            };
+            let mut proj = GaussNewtonProjection::new(2, &[&set], 0);
+            let mut x = target.clone();
+            let first = proj.project(&[fam()], &target, &inv_mass, &settings, &mut x, &mut || {
+                false
+            });
+            assert!(first.converged, "{first:?}");
+            proj.z[0] += 0.5;
+            proj.z[1] -= 0.5;
+            // From the prediction again, so that the projection solves (a start that meets
+            // the tolerance ends without a solve, and without the filter).
+            x.copy_from_slice(&target);
+            let rep = proj.project(&[fam()], &target, &inv_mass, &settings, &mut x, &mut || {
+                false
+            });
+            assert!(rep.converged, "{filter:?}: {rep:?}");
+            assert_eq!(rep.self_stress_filtered, filter != SelfStressFilter::Off);
+            (proj.z[0], proj.z[1], x[1])
+        };
+        let (a0, a1, xa) = run(SelfStressFilter::Off);
+        let (b0, b1, xb) = run(SelfStressFilter::AfterConvergence);
+        assert!((a0 - a1 - 1.0).abs() < 1e-9, "kept: {a0} {a1}");
+        assert!(
+            (b0 - b1).abs() < 1e-9 * (b0 + b1).abs(),
+            "filtered: {b0} {b1}"
+        );
+        assert!(
+            ((a0 + a1) - (b0 + b1)).abs() < 1e-5 * (a0 + a1).abs(),
+            "force: {} vs {}",
+            a0 + a1,
+            b0 + b1
+        );
+        assert!((a0 + a1).abs() > 0.1, "the rows carry a load: {}", a0 + a1);
+        assert!((xa - xb).length() < 1e-8, "{xa} vs {xb}");
     }
 
     #[test]

@@ -246,6 +246,10 @@ pub struct IsometricSolverSection {
     /// (0: a factorisation every Gauss–Newton iteration).
     #[serde(default)]
     pub cholesky_reuse_iterations: u32,
+    /// When a projection takes the self-stress out of its multipliers before they warm start
+    /// the next one: `"off"`, `"after-convergence"` or `"always"`.
+    #[serde(default)]
+    pub self_stress_filter: SelfStressFilterKind,
 }
 
 impl Default for IsometricSolverSection {
@@ -273,6 +277,7 @@ impl Default for IsometricSolverSection {
             cholesky_ordering: CholeskyOrderingKind::default(),
             cholesky_threads: default_cholesky_threads(),
             cholesky_reuse_iterations: 0,
+            self_stress_filter: SelfStressFilterKind::default(),
         }
     }
 }
@@ -375,6 +380,19 @@ pub enum StrainTestKind {
     Rows,
     /// The rows and the base edges through their red nodes (Wang 2012 Fig. 4.2's measure).
     BaseEdges,
+}
+
+/// `[solver.isometric] self_stress_filter`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelfStressFilterKind {
+    /// The warm start keeps the last solve's multipliers.
+    #[default]
+    Off,
+    /// The self-stress is taken out after a projection that met its tolerance.
+    AfterConvergence,
+    /// The self-stress is taken out after every projection.
+    Always,
 }
 
 /// `[solver.isometric] second_target`.

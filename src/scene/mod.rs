@@ -987,10 +987,11 @@ fn isometric_desc(
     use crate::integrate::isometric_cloth::RestShape;
     use crate::integrate::projection::LinearSolver;
     use crate::integrate::projection::ProjectionSettings;
+    use crate::integrate::projection::SelfStressFilter;
     use crate::linalg::{CholeskyThreads, Ordering};
     use file::{
         CholeskyOrderingKind, ContactRowsKind, CouplingKind, IntegratorKind, LinearSolverKind,
-        ModelKind, RestShapeKind, SecondTargetKind, StrainTestKind,
+        ModelKind, RestShapeKind, SecondTargetKind, SelfStressFilterKind, StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1055,6 +1056,11 @@ fn isometric_desc(
         max_iterations: s.newton_max_iterations,
         gauss_newton_iterations: s.gauss_newton_iterations,
         test_monitored_strain: s.strain_test == StrainTestKind::BaseEdges,
+        self_stress_filter: match s.self_stress_filter {
+            SelfStressFilterKind::Off => SelfStressFilter::Off,
+            SelfStressFilterKind::AfterConvergence => SelfStressFilter::AfterConvergence,
+            SelfStressFilterKind::Always => SelfStressFilter::Always,
+        },
         ..ProjectionSettings::default()
     };
     projection.factor_reuse.max_iterations = s.cholesky_reuse_iterations;
