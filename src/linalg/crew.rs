@@ -106,6 +106,11 @@ pub struct Crew {
     failed: AtomicBool,
     sleeping: AtomicBool,
     helper: OnceLock<Thread>,
+    /// The thread that leads. If rayon runs [`Crew::help`] on it (the helper job still in
+    /// the leader's own queue when the leader's path waits on rayon for something else, as a
+    /// breadth-first pool can do), the helper returns at once: waiting there for `stop`, which
+    /// only the leader below it on the same stack can set, would never end.
+    leader: ThreadId,
 }
 
 impl Crew {
@@ -118,6 +123,7 @@ impl Crew {
             failed: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             helper: OnceLock::new(),
+            leader: thread::current().id(),
         }
     }
 
@@ -175,6 +181,10 @@ impl Crew {
 
     /// The helper's loop: claims and runs tasks until the crew stops.
     pub fn help<W: Phases>(&self, work: &W) {
+        if thread::current().id() == self.leader {
+            // On the leader's own stack (the field's doc): the leader runs every task itself.
+            return;
+        }
         // Only the first helper registers (there is one).
         let _ = self.helper.set(thread::current());
         let mut idle = 0u32;

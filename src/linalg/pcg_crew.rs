@@ -150,7 +150,7 @@ impl<F: FilterSet> Phases for CrewSolve<'_, F> {
             FORWARD => {
                 let rows = self.parts.natural_rows(task);
                 // SAFETY: table row "forward": the part's rows of `dv`, `r`, `y`, `s`
-                // mutably (the parts are disjoint), `c` and `q` shared (no task writes them).
+                // mutably (the parts are disjoint, asserted in `iterate`), `c` and `q` shared (no task writes them).
                 unsafe {
                     let mut sweep = self.update_sweep(rows.clone());
                     let (y, s) = (self.y.rows_mut(rows.clone()), self.s.rows_mut(rows));
@@ -160,7 +160,7 @@ impl<F: FilterSet> Phases for CrewSolve<'_, F> {
             BACKWARD => {
                 let rows = self.parts.natural_rows(task);
                 // SAFETY: table row "backward": the part's rows of `s`, `dv`, `r` mutably
-                // (the parts are disjoint), `c` and `q` shared (no task writes them).
+                // (the parts are disjoint, asserted in `iterate`), `c` and `q` shared (no task writes them).
                 let sum = unsafe {
                     let mut sweep = self.update_sweep(rows.clone());
                     self.parts
@@ -191,6 +191,14 @@ pub(super) fn iterate<F: FilterSet>(
     let n = vectors.c.len();
     let chunks = num_chunks(n);
     let (parts, y) = factor.part_solves();
+    // The SAFETY arguments of the forward and backward tasks rest on the two parts being
+    // disjoint ranges of the `n` rows; the split guarantees it, and this keeps a broken split
+    // from becoming overlapping `&mut` rows.
+    let (part0, part1) = (parts.natural_rows(0), parts.natural_rows(1));
+    assert!(
+        part0.end <= part1.start && part1.start <= part1.end && part1.end == n,
+        "crew: the factor's parts {part0:?} and {part1:?} do not split {n} rows"
+    );
     let work = CrewSolve {
         a,
         filters,
