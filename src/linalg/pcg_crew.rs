@@ -34,7 +34,8 @@ use glam::{Vec3, Vec3A};
 
 use super::block_csr::BlockCsr;
 use super::block_ldl::{IncompleteBlockLdl, PartSolves};
-use super::crew::{self, OnCallingThread, Phases, SharedRows};
+use super::cg;
+use super::crew::{self, Leader, OnCallingThread, Phases, SharedRows};
 use super::pcg::{FilterSet, PcgReport, UpdateSweep, direction_rows, product_rows};
 use super::reduce::{BATCH_CHUNKS, CHUNK_ROWS, num_chunks};
 use crate::runtime::executor::parallel_here;
@@ -123,6 +124,70 @@ impl<F: FilterSet> CrewSolve<'_, F> {
             self.parts
                 .separator(&mut sweep, self.y.rows_mut(0..n), self.s.rows_mut(0..n))
         }
+    }
+}
+
+/// The CG iteration's passes ([`cg::CgSystem`]) as the crew's phases, run by the leader. A
+/// phase in which a task panicked makes every later pass return NaN, which stops the
+/// iteration; the panic itself reaches the caller through the crew's `rayon::join`.
+struct CrewCg<'l, 'c, 'w, F: FilterSet> {
+    lead: &'l mut Leader<'c, CrewSolve<'w, F>>,
+    work: &'c CrewSolve<'w, F>,
+    chunks: usize,
+    failed: bool,
+}
+
+impl<F: FilterSet> CrewCg<'_, '_, '_, F> {
+    /// Runs a phase of `tasks` tasks unless an earlier one failed; false if any has.
+    fn phase(&mut self, kind: u32, tasks: usize) -> bool {
+        self.failed = self.failed || !self.lead.phase(kind, tasks);
+        !self.failed
+    }
+}
+
+impl<F: FilterSet> cg::CgSystem for CrewCg<'_, '_, '_, F> {
+    fn direction(&mut self, beta: Option<f64>) {
+        let kind = match beta {
+            Some(beta) => {
+                self.work
+                    .beta
+                    .store((beta as f32).to_bits(), Ordering::Relaxed);
+                DIRECTION
+            }
+            None => DIRECTION_FIRST,
+        };
+        self.phase(kind, self.chunks);
+    }
+
+    fn product(&mut self) -> f64 {
+        if !self.phase(PRODUCT, self.chunks) {
+            return f64::NAN;
+        }
+        let mut cq = 0.0f64;
+        for p in &self.work.chunk_sums[..self.chunks] {
+            cq += f64::from_bits(p.load(Ordering::Relaxed));
+        }
+        cq
+    }
+
+    fn step_is_finite(&self, alpha: f64) -> bool {
+        (alpha as f32).is_finite()
+    }
+
+    fn update(&mut self, alpha: f64) -> f64 {
+        self.work
+            .alpha
+            .store((alpha as f32).to_bits(), Ordering::Relaxed);
+        if !self.phase(FORWARD, 2) {
+            return f64::NAN;
+        }
+        let separator = self.work.separator();
+        if !self.phase(BACKWARD, 2) {
+            return f64::NAN;
+        }
+        separator
+            + f64::from_bits(self.work.part_sums[0].load(Ordering::Relaxed))
+            + f64::from_bits(self.work.part_sums[1].load(Ordering::Relaxed))
     }
 }
 
@@ -218,64 +283,20 @@ pub(super) fn iterate<F: FilterSet>(
     let mut should_stop = OnCallingThread::new(should_stop);
     let mut out = *report;
     let (d_new, out) = crew::lead(work, move |lead| {
-        let mut d_new = d_new;
-        let mut beta: Option<f64> = None;
-        let mut it = 0u32;
-        loop {
-            if !d_new.is_finite() {
-                break;
-            }
-            if d_new <= threshold {
-                out.converged = true;
-                break;
-            }
-            if it >= max_iterations {
-                break;
-            }
-            if (should_stop.get())(it) {
-                out.interrupted = true;
-                break;
-            }
-            let direction = match beta {
-                Some(beta) => {
-                    work.beta.store((beta as f32).to_bits(), Ordering::Relaxed);
-                    DIRECTION
-                }
-                None => DIRECTION_FIRST,
-            };
-            if !lead.phase(direction, chunks) || !lead.phase(PRODUCT, chunks) {
-                break;
-            }
-            let mut cq = 0.0f64;
-            for p in &work.chunk_sums[..chunks] {
-                cq += f64::from_bits(p.load(Ordering::Relaxed));
-            }
-            if cq.is_nan() || cq <= 0.0 {
-                out.indefinite = true;
-                break;
-            }
-            let alpha = d_new / cq;
-            if !(alpha as f32).is_finite() {
-                // c · q underflowed against d: no step can be taken.
-                break;
-            }
-            work.alpha
-                .store((alpha as f32).to_bits(), Ordering::Relaxed);
-            if !lead.phase(FORWARD, 2) {
-                break;
-            }
-            let separator = work.separator();
-            if !lead.phase(BACKWARD, 2) {
-                break;
-            }
-            let d_old = d_new;
-            d_new = separator
-                + f64::from_bits(work.part_sums[0].load(Ordering::Relaxed))
-                + f64::from_bits(work.part_sums[1].load(Ordering::Relaxed));
-            beta = Some(d_new / d_old);
-            it += 1;
-        }
-        out.iterations = it;
+        let mut system = CrewCg {
+            lead,
+            work,
+            chunks,
+            failed: false,
+        };
+        let d_new = cg::iterate(
+            &mut system,
+            d_new,
+            threshold,
+            max_iterations,
+            should_stop.get(),
+            &mut out,
+        );
         (d_new, out)
     });
     *report = out;
