@@ -1511,15 +1511,7 @@ mod tests {
         self_pairs_wide(&WideBvh::from_tree(&bvh), &keep_all, &mut ws);
         assert_eq!(ws.pairs(), &brute_self(&odd, keep_all)[..]);
         // A tree as deep as the build allows.
-        let growing: Vec<Aabb> = (0..61)
-            .map(|k| {
-                let c = 2.0_f32.powi(4 * k - 120);
-                Aabb::new(
-                    Vec3::new(c, 0.0, 0.0),
-                    Vec3::new(1.05 * c, 0.05 * c, 0.05 * c),
-                )
-            })
-            .collect();
+        let growing = geometrically_growing_boxes();
         let deep = Bvh::build_capped(&growing, BuildStrategy::BinnedSah, usize::MAX);
         assert!(deep.depth() > 40);
         assert_wide_matches(&deep, &keep_all);
@@ -1725,12 +1717,10 @@ mod tests {
         assert_eq!(ws.pairs(), &brute_self(&boxes, |_, _| true)[..]);
     }
 
-    #[test]
-    fn depth_stays_bounded_for_geometrically_growing_boxes() {
-        // Cubes at x = 16^k, of size proportional to x: all but the largest centroid fall into the first of
-        // the 16 bins, so each SAH split peels off one box. Without the depth cap the tree would be nearly
-        // as deep as the primitive count; the cap switches to median splits at depth MAX_SAH_DEPTH.
-        let boxes: Vec<Aabb> = (0..61)
+    /// Cubes at x = 16^k (k from -30 to 30), of size proportional to x: each SAH split of them
+    /// peels off one box, so an uncapped build is nearly as deep as the box count.
+    fn geometrically_growing_boxes() -> Vec<Aabb> {
+        (0..61)
             .map(|k| {
                 let c = 2.0_f32.powi(4 * k - 120);
                 Aabb::new(
@@ -1738,7 +1728,15 @@ mod tests {
                     Vec3::new(1.05 * c, 0.05 * c, 0.05 * c),
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn depth_stays_bounded_for_geometrically_growing_boxes() {
+        // Cubes at x = 16^k, of size proportional to x: all but the largest centroid fall into the first of
+        // the 16 bins, so each SAH split peels off one box. Without the depth cap the tree would be nearly
+        // as deep as the primitive count; the cap switches to median splits at depth MAX_SAH_DEPTH.
+        let boxes = geometrically_growing_boxes();
         let uncapped = Bvh::build_capped(&boxes, BuildStrategy::BinnedSah, usize::MAX).depth();
         assert!(
             uncapped > 40,
