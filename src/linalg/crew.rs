@@ -94,12 +94,32 @@ fn pack(epoch: u32, tasks: usize, next: usize) -> u64 {
     (u64::from(epoch) << 32) | ((tasks as u64) << 16) | next as u64
 }
 
+/// A value alone on its cache lines (128 bytes: two 64-byte lines, since x86 cores prefetch
+/// lines in adjacent pairs), so that writes to it do not invalidate its neighbours in the
+/// other core's cache.
+#[derive(Debug, Default)]
+#[repr(C, align(128))]
+pub struct Padded<T>(pub T);
+
+const _: () = assert!(std::mem::size_of::<Padded<AtomicU64>>() == 128);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The shared state of a crew: the ticket, the done count, the kind of the open phase and
-/// the helper's sleep handshake.
+/// the helper's sleep handshake. The ticket and the done count sit on lines of their own:
+/// the helper polls the ticket while the leader polls the done count, and each count is
+/// written by both threads, so on one line every claim or finished task would invalidate
+/// what the other thread is polling.
 #[derive(Debug)]
 pub struct Crew {
-    ticket: AtomicU64,
-    done: AtomicU64,
+    ticket: Padded<AtomicU64>,
+    done: Padded<AtomicU64>,
     kind: AtomicU32,
     stop: AtomicBool,
     /// A task panicked (its thread unwinds; `rayon::join` re-raises the panic).
@@ -116,8 +136,8 @@ pub struct Crew {
 impl Crew {
     fn new() -> Self {
         Crew {
-            ticket: AtomicU64::new(pack(0, 0, 0)),
-            done: AtomicU64::new(0),
+            ticket: Padded(AtomicU64::new(pack(0, 0, 0))),
+            done: Padded(AtomicU64::new(0)),
             kind: AtomicU32::new(0),
             stop: AtomicBool::new(false),
             failed: AtomicBool::new(false),

@@ -35,7 +35,7 @@ use glam::{Vec3, Vec3A};
 use super::block_csr::BlockCsr;
 use super::block_ldl::{IncompleteBlockLdl, PartSolves};
 use super::cg;
-use super::crew::{self, Leader, OnCallingThread, Phases, SharedRows};
+use super::crew::{self, Leader, OnCallingThread, Padded, Phases, SharedRows};
 use super::pcg::{FilterSet, PcgReport, UpdateSweep, direction_rows, product_rows};
 use super::reduce::{BATCH_CHUNKS, CHUNK_ROWS, num_chunks};
 use crate::runtime::executor::parallel_here;
@@ -48,12 +48,15 @@ const FORWARD: u32 = 3;
 const BACKWARD: u32 = 4;
 
 /// Whether a solve with `factor` on `n` rows runs its iteration in a crew: two parts, at most
-/// one batch of chunk sums, on a rayon worker (module doc).
+/// one batch of chunk sums, on a rayon worker of a pool with another thread to help (module
+/// doc). In a pool of one thread the fork-join passes run instead: the same bits, without the
+/// crew's join and its phase hand-overs.
 pub(super) fn usable(factor: &IncompleteBlockLdl, n: usize) -> bool {
     factor.num_parts() == 2
         && num_chunks(n) <= BATCH_CHUNKS
         && parallel_here()
         && rayon::current_thread_index().is_some()
+        && rayon::current_num_threads() > 1
 }
 
 /// The solver's vectors, each one entry a row.
@@ -80,10 +83,11 @@ struct CrewSolve<'a, F: FilterSet> {
     /// `α` and `β` as `f32` bits, stored by the leader before it opens a phase.
     alpha: AtomicU32,
     beta: AtomicU32,
-    /// `c · q` of each chunk (`f64` bits).
-    chunk_sums: [AtomicU64; BATCH_CHUNKS],
-    /// `r · s` of each part's backward solve (`f64` bits).
-    part_sums: [AtomicU64; 2],
+    /// `c · q` of each chunk (`f64` bits), each on its own cache lines: neighbouring chunks'
+    /// sums are written by different threads.
+    chunk_sums: [Padded<AtomicU64>; BATCH_CHUNKS],
+    /// `r · s` of each part's backward solve (`f64` bits), apart like the chunks' sums.
+    part_sums: [Padded<AtomicU64>; 2],
 }
 
 /// Chunk `k` of `n` rows.
@@ -276,8 +280,8 @@ pub(super) fn iterate<F: FilterSet>(
         y: SharedRows::new(y),
         alpha: AtomicU32::new(0),
         beta: AtomicU32::new(0),
-        chunk_sums: [const { AtomicU64::new(0) }; BATCH_CHUNKS],
-        part_sums: [const { AtomicU64::new(0) }; 2],
+        chunk_sums: [const { Padded(AtomicU64::new(0)) }; BATCH_CHUNKS],
+        part_sums: [const { Padded(AtomicU64::new(0)) }; 2],
     };
     let work = &work;
     let mut should_stop = OnCallingThread::new(should_stop);
