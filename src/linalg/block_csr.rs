@@ -97,7 +97,7 @@ impl BlockCsr {
     }
 
     /// `(A x)_i`: row `i` of the product, summed over the row's blocks in column order.
-    #[inline]
+    #[inline(always)]
     #[must_use]
     pub fn row_product(&self, i: usize, x: &[Vec3]) -> Vec3 {
         let range = self.pattern.row_range(i);
@@ -106,7 +106,8 @@ impl BlockCsr {
         // x axis at 0..3, y at 3..6, z at 6..9; the loads at 0..4, 3..7 and 5..9, the last
         // shifted down a lane), lane 3 ignored. Lanes 0..3 do the same operations in the same
         // order as `acc += m * x_j` on `Vec3` (x column, then y, then z, then the sum), so the
-        // bits are the same; the loads are 3 instead of 9.
+        // bits are the same; the loads are 3 instead of 9 ([`load4`]). Always inlined: the
+        // solver's product pass compiles it into its AVX copy (`super::isa`).
         let blocks: &[[f32; 9]] = bytemuck::cast_slice(&self.values[range]);
         let xs: &[f32] = bytemuck::cast_slice(x);
         let mut acc = Vec4::ZERO;
@@ -117,9 +118,9 @@ impl BlockCsr {
                 Some(four) => Vec4::from_slice(four),
                 None => x[j as usize].extend(0.0),
             };
-            let mut mx = Vec4::from_slice(&b[0..4]) * xj.xxxx();
-            mx += Vec4::from_slice(&b[3..7]) * xj.yyyy();
-            mx += Vec4::from_slice(&b[5..9]).yzww() * xj.zzzz();
+            let mut mx = load4(&b[0..4]) * xj.xxxx();
+            mx += load4(&b[3..7]) * xj.yyyy();
+            mx += load4(&b[5..9]).yzww() * xj.zzzz();
             acc += mx;
         }
         acc.truncate()
@@ -178,6 +179,13 @@ impl BlockCsr {
             })
         })
     }
+}
+
+/// Four floats as one unaligned 4-lane load. `Vec4::from_slice` builds the vector lane by
+/// lane, which the compiler turns into two or three narrower loads and shuffles here.
+#[inline(always)]
+fn load4(four: &[f32]) -> Vec4 {
+    bytemuck::pod_read_unaligned(bytemuck::cast_slice(four))
 }
 
 #[cfg(test)]

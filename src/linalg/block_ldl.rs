@@ -122,6 +122,7 @@ use std::ops::Range;
 use glam::{DMat3, DVec3, Mat3, Mat3A, Vec3, Vec3A};
 
 use super::block_csr::BlockCsr;
+use super::isa::with_best_isa;
 use super::pattern::BlockPattern;
 use super::pcg::Filter;
 use super::precond::{MIN_RELATIVE_PIVOT, invert_diagonal_block};
@@ -510,6 +511,7 @@ impl IncompleteBlockLdl {
     }
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
+    #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
     fn filtered_diagonal(a: &BlockCsr, slot: usize, f: Filter) -> (DMat3, f64) {
         let b = a.values()[slot].as_dmat3();
         let b = (b + b.transpose()) * 0.5;
@@ -531,7 +533,7 @@ impl IncompleteBlockLdl {
     }
 
     /// `Ã_ik = S_i A_ik S_k` for `i ≠ k`.
-    #[inline]
+    #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
     fn filtered_off_diagonal(m: Mat3, fi: Filter, fk: Filter) -> Mat3A {
         match (fi, fk) {
             (Filter::Free, Filter::Free) => Mat3A::from(m),
@@ -834,6 +836,23 @@ fn ic0_rows(
     filter: &impl Fn(usize) -> Filter,
     alpha: f64,
     rows: Range<usize>,
+    base: (usize, usize),
+    s: FactorRows<'_>,
+) -> bool {
+    with_best_isa(
+        #[inline(always)]
+        || ic0_rows_here(pat, a, filter, alpha, rows, base, s),
+    )
+}
+
+/// [`ic0_rows`] as compiled for the caller's target.
+#[inline(always)]
+fn ic0_rows_here(
+    pat: &FactorPattern,
+    a: &BlockCsr,
+    filter: &impl Fn(usize) -> Filter,
+    alpha: f64,
+    rows: Range<usize>,
     (base, l_base): (usize, usize),
     s: FactorRows<'_>,
 ) -> bool {
@@ -879,6 +898,7 @@ fn ic0_rows(
 
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
 /// [`invert_diagonal_block`]'s rule 1 relative to `scale`; `None` on a breakdown.
+#[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
 fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
     if !(scale.is_finite() && scale > 0.0) {
         return None;

@@ -19,6 +19,8 @@
 //! - [`cg`]: the conjugate-gradient iteration both PCGs run ([`cg::iterate`]), over the
 //!   [`cg::CgSystem`] passes each supplies in its own numbers.
 //! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
+//! - `isa`: the product pass and the IC(0) factorisation compiled a second time with AVX,
+//!   chosen at run time; the same IEEE operations, so the same bits.
 //!
 //! Determinism: every loop runs over fixed chunks of rows; a reduction adds its per-chunk
 //! `f64` partials in chunk order. Results are bit-identical for any rayon thread count, and
@@ -32,6 +34,7 @@ pub mod cg;
 mod crew;
 pub mod csr;
 pub mod ic0;
+mod isa;
 pub mod nested_dissection;
 pub mod pattern;
 pub mod pcg;

@@ -63,6 +63,7 @@ use glam::{Mat3, Vec3};
 use super::block_csr::BlockCsr;
 use super::block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
 use super::cg::{self, CgSystem};
+use super::isa::with_best_isa;
 use super::pattern::BlockPattern;
 use super::pcg_crew;
 use super::precond::BlockJacobi;
@@ -768,9 +769,25 @@ fn filtered_product_pass<F: FilterSet>(
 }
 
 /// The product pass on the rows `first..first + q.len()` (one chunk of the fixed summation
-/// order); `c` is whole. Returns the chunk's `c · q`, summed in row order.
+/// order); `c` is whole. Returns the chunk's `c · q`, summed in row order. Runs its AVX copy
+/// where the CPU has AVX (`super::isa`: fewer instructions, the same bits).
 #[inline]
 pub(super) fn product_rows<F: FilterSet>(
+    a: &BlockCsr,
+    filters: &F,
+    c: &[Vec3],
+    first: usize,
+    q: &mut [Vec3],
+) -> f64 {
+    with_best_isa(
+        #[inline(always)]
+        || product_rows_here(a, filters, c, first, q),
+    )
+}
+
+/// [`product_rows`] as compiled for the caller's target.
+#[inline(always)]
+fn product_rows_here<F: FilterSet>(
     a: &BlockCsr,
     filters: &F,
     c: &[Vec3],
@@ -1692,6 +1709,24 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_product_pass_gives_the_same_bits_in_either_isa_copy() {
+        // `product_rows` runs the AVX copy on a CPU with AVX; `product_rows_here` called from
+        // here is compiled for the build's target. Same bits (`super::isa`).
+        let n = 3_000;
+        let a = random_spd(n, 3, 131);
+        let mut rng = Rng::new(132);
+        let filters = random_filters(n, &mut rng);
+        let c = random_rhs(n, &mut rng);
+        for (first, len) in [(0, n), (1_024, 1_024), (n - 7, 7)] {
+            let (mut q_best, mut q_base) = (vec![Vec3::ZERO; len], vec![Vec3::ZERO; len]);
+            let best = product_rows(&a, &&filters[..], &c, first, &mut q_best);
+            let base = product_rows_here(&a, &&filters[..], &c, first, &mut q_base);
+            assert_eq!(best.to_bits(), base.to_bits());
+            assert_eq!(bits(&q_best), bits(&q_base));
         }
     }
 
