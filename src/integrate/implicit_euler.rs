@@ -34,7 +34,7 @@ use crate::linalg::{
 use crate::mesh::{Topology, TriMesh};
 use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
-    membrane_element, stretch_measure,
+    bend_energy, membrane_element, membrane_energy, stretch_measure,
 };
 use crate::model::bw_lanes::{
     HingeLanes, LANES, MembraneLanes, Vec3Lanes, bend_lanes, membrane_lanes,
@@ -346,26 +346,33 @@ impl ImplicitEuler {
         });
     }
 
-    /// Elastic (membrane + bending) energy at positions `x` (J).
+    /// Elastic (membrane + bending) energy at positions `x` (J), summed in `f64` in element
+    /// order: the energies of the general kernels ([`membrane_element`], [`bend_element`],
+    /// [`shell_element`]), for Baraff–Witkin's conditions through the energy-only
+    /// [`membrane_energy`] and [`bend_energy`], which give the same values without the blocks.
     #[must_use]
     pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
-        let zero3 = [DVec3::ZERO; 3];
-        let zero4 = [DVec3::ZERO; 4];
         let mut e = 0.0;
         for (t, rest) in self.tri_verts.iter().zip(&self.tri_rest) {
             let p = t.map(|i| x[i as usize].as_dvec3());
-            e += membrane_element(
-                &p,
-                &zero3,
-                rest,
-                &self.settings.membrane,
-                JacobianMode::Definite,
-            )
-            .energy;
+            e += membrane_energy(&p, rest, &self.settings.membrane);
         }
+        let zero4 = [DVec3::ZERO; 4];
         for (h, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
             let p = h.map(|i| x[i as usize].as_dvec3());
-            e += hinge_element(&self.settings, &p, &zero4, rest, JacobianMode::Definite).energy;
+            e += match self.settings.bending {
+                BendingModel::BaraffWitkin => bend_energy(&p, rest, &self.settings.bend),
+                BendingModel::DiscreteShell => {
+                    shell_element(
+                        &p,
+                        &zero4,
+                        rest,
+                        &self.settings.bend,
+                        JacobianMode::Definite,
+                    )
+                    .energy
+                }
+            };
         }
         e
     }
