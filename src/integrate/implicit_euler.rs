@@ -656,7 +656,7 @@ impl ImplicitEuler {
             add_general(w, hv, slots, h, &el.force, dfdx, &el.dfdv, &we, el.energy)
         };
         let task = |t: usize, w: &mut RowWindow<'_>| -> f64 {
-            let (tri_batches, hinge_batches) = batches.of_task(t);
+            let (tri_batches, hinge_batches, base) = batches.of_task(t);
             let mut energy = 0.0;
             let mut tri_in = [[Vec3Lanes::ZERO; 3]; 3];
             let mut tri_out = MembraneLanes::ZERO;
@@ -668,7 +668,8 @@ impl ImplicitEuler {
                 if !definite {
                     for k in used {
                         let e = batch.index[k] as usize;
-                        energy += general_triangle(w, &batch.verts[k], &batch.slots[k], e);
+                        let slots = batch.slots[k].map(|s| s + base as u32);
+                        energy += general_triangle(w, &batch.verts[k], &slots, e);
                     }
                     continue;
                 }
@@ -687,8 +688,9 @@ impl ImplicitEuler {
                     let slots = &batch.slots[k];
                     add_rows(w, &batch.verts[k], &tri_out.shares().rhs(k));
                     let (blocks, first) = w.blocks_mut();
+                    let blocks = &mut blocks[base - first..];
                     tri_out.blocks(k, |m, l, b| {
-                        b.add_to(&mut blocks[slots[3 * m + l] as usize - first]);
+                        b.add_to(&mut blocks[slots[3 * m + l] as usize]);
                     });
                 }
             }
@@ -702,7 +704,8 @@ impl ImplicitEuler {
                 if !bend_system_applies {
                     for k in used {
                         let e = batch.index[k] as usize;
-                        energy += general_hinge(w, &batch.verts[k], &batch.slots[k], e);
+                        let slots = batch.slots[k].map(|s| s + base as u32);
+                        energy += general_hinge(w, &batch.verts[k], &slots, e);
                     }
                     continue;
                 }
@@ -723,8 +726,9 @@ impl ImplicitEuler {
                     add_rows(w, &batch.verts[k], &hinge_out.rhs(k));
                     if hinge_out.has_blocks(k) {
                         let (blocks, first) = w.blocks_mut();
+                        let blocks = &mut blocks[base - first..];
                         hinge_out.blocks(k, |m, l, b| {
-                            b.add_to(&mut blocks[slots[4 * m + l] as usize - first]);
+                            b.add_to(&mut blocks[slots[4 * m + l] as usize]);
                         });
                     }
                 }
