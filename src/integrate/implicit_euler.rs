@@ -43,10 +43,29 @@ use crate::model::bw_system::BendingStiffness;
 
 use super::element_batches::ElementBatches;
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
-use crate::runtime::executor::for_each;
+use crate::runtime::executor::{for_each, join};
 
 /// Triangles a task of [`ImplicitEuler::stretch_measures`] measures (drape-65's 8,192 make eight).
 const STRETCH_MEASURE_CHUNK: usize = 1024;
+
+/// Elements [`ImplicitEuler::elastic_energy`] sums in order before joining sums.
+const ENERGY_CHUNK: usize = 1024;
+
+/// `Σ f(e)` over `range` in `f64`: chunks of [`ENERGY_CHUNK`] summed in order, the halves of a
+/// longer range (split at a chunk boundary) summed in parallel and added. The tree depends on the
+/// range only, so the result does not depend on the number of threads.
+fn sum_in_fixed_tree(range: std::ops::Range<usize>, f: &(impl Fn(usize) -> f64 + Sync)) -> f64 {
+    let chunks = range.len().div_ceil(ENERGY_CHUNK);
+    if chunks <= 1 {
+        return range.fold(0.0, |sum, e| sum + f(e));
+    }
+    let mid = range.start + chunks / 2 * ENERGY_CHUNK;
+    let (a, b) = join(
+        || sum_in_fixed_tree(range.start..mid, f),
+        || sum_in_fixed_tree(mid..range.end, f),
+    );
+    a + b
+}
 
 /// Which bending energy acts on the hinges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -346,23 +365,27 @@ impl ImplicitEuler {
         });
     }
 
-    /// Elastic (membrane + bending) energy at positions `x` (J), summed in `f64` in element
-    /// order: the energies of the general kernels ([`membrane_element`], [`bend_element`],
-    /// [`shell_element`]), for Baraff–Witkin's conditions through the energy-only
-    /// [`membrane_energy`] and [`bend_energy`], which give the same values without the blocks.
+    /// Elastic (membrane + bending) energy at positions `x` (J): the energies of the general
+    /// kernels ([`membrane_element`], [`bend_element`], [`shell_element`]), for Baraff–Witkin's
+    /// conditions through the energy-only [`membrane_energy`] and [`bend_energy`], which give the
+    /// same values without the blocks.
+    ///
+    /// Summed in `f64` in parallel, by [`sum_in_fixed_tree`]: the triangles' sum plus the
+    /// hinges', each over chunks of [`ENERGY_CHUNK`] elements summed in order and joined in a
+    /// tree that depends on the element counts only, so the bits do not depend on the threads.
     #[must_use]
     pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
-        let mut e = 0.0;
-        for (t, rest) in self.tri_verts.iter().zip(&self.tri_rest) {
-            let p = t.map(|i| x[i as usize].as_dvec3());
-            e += membrane_energy(&p, rest, &self.settings.membrane);
-        }
-        let zero4 = [DVec3::ZERO; 4];
-        for (h, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
-            let p = h.map(|i| x[i as usize].as_dvec3());
-            e += match self.settings.bending {
+        let triangle = |e: usize| {
+            let p = self.tri_verts[e].map(|i| x[i as usize].as_dvec3());
+            membrane_energy(&p, &self.tri_rest[e], &self.settings.membrane)
+        };
+        let hinge = |e: usize| {
+            let p = self.hinge_verts[e].map(|i| x[i as usize].as_dvec3());
+            let rest = &self.hinge_rest[e];
+            match self.settings.bending {
                 BendingModel::BaraffWitkin => bend_energy(&p, rest, &self.settings.bend),
                 BendingModel::DiscreteShell => {
+                    let zero4 = [DVec3::ZERO; 4];
                     shell_element(
                         &p,
                         &zero4,
@@ -372,9 +395,13 @@ impl ImplicitEuler {
                     )
                     .energy
                 }
-            };
-        }
-        e
+            }
+        };
+        let (membrane, bending) = join(
+            || sum_in_fixed_tree(0..self.tri_verts.len(), &triangle),
+            || sum_in_fixed_tree(0..self.hinge_verts.len(), &hinge),
+        );
+        membrane + bending
     }
 
     /// One linearised backward-Euler step of length `h` (`docs/methods/baraff-witkin.md`
@@ -1151,6 +1178,63 @@ mod tests {
     /// mode (the definite kernels' symmetric path, the general kernels' path), the same bits for
     /// 1, 2 and 4 threads, and an exactly symmetric `A`. The sheet has enough vertices for several
     /// parts, so elements across the cuts are in it.
+    /// The elastic energy is the element kernels' energies summed, to round-off, and the same
+    /// bits in pools of 1, 2 and 4 threads, for both bending models.
+    #[test]
+    fn elastic_energy_is_the_elements_and_independent_of_threads() {
+        use crate::linalg::block_csr::tests::in_pool;
+        let n = 40u32;
+        let mesh = grid(&GridSpec {
+            nx: n,
+            ny: n,
+            ..GridSpec::default()
+        })
+        .expect("valid grid");
+        let topo = Topology::build(&mesh).expect("valid topology");
+        let mut rng = crate::testing::SplitMix64::new(11);
+        let x: Vec<Vec3> = mesh
+            .positions
+            .iter()
+            .map(|p| {
+                let bent = Vec3::new(p.x, 0.05 * (3.0 * p.x).sin() * (2.0 * p.z).cos(), p.z);
+                bent * (1.0 + 0.02 * rng.uniform(-1.0, 1.0) as f32)
+            })
+            .collect();
+        for bending in [BendingModel::BaraffWitkin, BendingModel::DiscreteShell] {
+            let sys = ImplicitEuler::new(
+                &mesh,
+                &topo,
+                settings(bending, BendingIntegration::Implicit),
+            )
+            .expect("valid rest");
+            let mut serial = 0.0;
+            for (t, rest) in sys.tri_verts.iter().zip(&sys.tri_rest) {
+                let p = t.map(|i| x[i as usize].as_dvec3());
+                let v = [DVec3::ZERO; 3];
+                serial +=
+                    membrane_element(&p, &v, rest, &sys.settings.membrane, JacobianMode::Definite)
+                        .energy;
+            }
+            for (hv, rest) in sys.hinge_verts.iter().zip(&sys.hinge_rest) {
+                let p = hv.map(|i| x[i as usize].as_dvec3());
+                let v = [DVec3::ZERO; 4];
+                serial += hinge_element(&sys.settings, &p, &v, rest, JacobianMode::Definite).energy;
+            }
+            let energies = [1, 2, 4].map(|threads| in_pool(threads, || sys.elastic_energy(&x)));
+            assert!(serial > 0.0);
+            assert!(
+                (energies[0] - serial).abs() <= 1e-12 * serial,
+                "{bending:?}"
+            );
+            assert!(
+                energies
+                    .iter()
+                    .all(|e| e.to_bits() == energies[0].to_bits()),
+                "{bending:?}: {energies:?}"
+            );
+        }
+    }
+
     #[test]
     fn assembly_matches_the_general_kernels_for_any_thread_count() {
         use crate::linalg::block_csr::tests::in_pool;
