@@ -406,8 +406,12 @@ fn controlled(
         for_each(members.par_iter_mut(), |(cloth, _)| {
             if let Some(bw) = cloth.model.baraff_witkin_mut() {
                 bw.backup.copy_from(&cloth.state);
-                bw.system
-                    .stretch_measures(cloth.state.positions(), &mut bw.measure_before);
+                // Marked positions are those `measure_before` was taken at (below): the last
+                // accepted step's end, or the start a rejected step was undone to.
+                if !cloth.state.positions_marked() {
+                    bw.system
+                        .stretch_measures(cloth.state.positions(), &mut bw.measure_before);
+                }
             }
         });
     }
@@ -431,6 +435,13 @@ fn controlled(
         rejected |= !(change.is_finite() && change <= control.max_stretch_change);
     }
     if !rejected {
+        // The next step starts where this one ended: its measures are these.
+        for (cloth, _) in members.iter_mut() {
+            if let Some(bw) = cloth.model.baraff_witkin_mut() {
+                std::mem::swap(&mut bw.measure_before, &mut bw.measure_after);
+                cloth.state.mark_positions();
+            }
+        }
         return;
     }
     for (cloth, stats) in members.iter_mut() {
@@ -440,6 +451,8 @@ fn controlled(
         stats.rejected_substeps += 1;
         stats.substeps -= 1;
         cloth.state.copy_from(&bw.backup);
+        // Back at the positions `measure_before` was taken at.
+        cloth.state.mark_positions();
         for pin in &mut cloth.pins {
             pin.target -= pin.velocity * h;
         }

@@ -19,6 +19,25 @@ pub struct ClothState {
     velocities: Vec<Vec3>,
     mass: Vec<f32>,
     inv_mass: Vec<f32>,
+    mark: PositionsMark,
+}
+
+/// Whether a state's positions are unchanged since [`ClothState::mark_positions`]. Not part
+/// of the state's value: states compare equal whatever their marks, and a clone starts
+/// unmarked (its owner has derived nothing from it yet).
+#[derive(Debug, Default)]
+struct PositionsMark(bool);
+
+impl Clone for PositionsMark {
+    fn clone(&self) -> Self {
+        PositionsMark(false)
+    }
+}
+
+impl PartialEq for PositionsMark {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ClothState {
@@ -40,6 +59,7 @@ impl ClothState {
             velocities,
             mass,
             inv_mass,
+            mark: PositionsMark(false),
         }
     }
 
@@ -69,12 +89,14 @@ impl ClothState {
 
     /// Positions and velocities, mutable together (the integrator writes both).
     pub fn positions_velocities_mut(&mut self) -> (&mut [Vec3], &mut [Vec3]) {
+        self.mark.0 = false;
         (&mut self.positions, &mut self.velocities)
     }
 
     /// Positions and velocities (mutable) with the masses and inverse masses
     /// (read-only): what an integrator needs at once.
     pub fn split_mut(&mut self) -> (&mut [Vec3], &mut [Vec3], &[f32], &[f32]) {
+        self.mark.0 = false;
         (
             &mut self.positions,
             &mut self.velocities,
@@ -85,6 +107,7 @@ impl ClothState {
 
     /// Mutable positions.
     pub fn positions_mut(&mut self) -> &mut [Vec3] {
+        self.mark.0 = false;
         &mut self.positions
     }
 
@@ -120,8 +143,23 @@ impl ClothState {
     /// Copies positions and velocities from `other` (same size), e.g. to undo
     /// a rejected substep. Allocates nothing.
     pub fn copy_from(&mut self, other: &ClothState) {
+        self.mark.0 = false;
         self.positions.copy_from_slice(&other.positions);
         self.velocities.copy_from_slice(&other.velocities);
+    }
+
+    /// Marks the positions as they are now: [`Self::positions_marked`] holds until the next
+    /// call that can write them ([`Self::positions_mut`], [`Self::positions_velocities_mut`],
+    /// [`Self::split_mut`], [`Self::copy_from`]), whether or not it changes them. Lets an owner
+    /// that derived data from the positions (step control's stretch measures) reuse it.
+    pub fn mark_positions(&mut self) {
+        self.mark.0 = true;
+    }
+
+    /// Whether the positions may not have been written since [`Self::mark_positions`].
+    #[must_use]
+    pub fn positions_marked(&self) -> bool {
+        self.mark.0
     }
 
     /// Kinetic energy ½ Σ m v² (J), summed in f64 in vertex order.
@@ -259,5 +297,39 @@ mod tests {
         assert_eq!(s.inv_masses(), &[0.5, 0.0]);
         s.set_pinned(1, false);
         assert_eq!(s.inv_masses(), &[0.5, 0.25]);
+    }
+
+    /// Every call that can write the positions clears the mark; reading them, writing the
+    /// velocities alone and pinning keep it; a clone starts unmarked and still compares equal.
+    #[test]
+    fn position_writers_clear_the_mark() {
+        let mut s = ClothState::new(vec![Vec3::ZERO; 2], vec![1.0, 1.0]);
+        assert!(!s.positions_marked());
+        let other = s.clone();
+        let writers: [fn(&mut ClothState, &ClothState); 4] = [
+            |s, _| {
+                s.positions_mut();
+            },
+            |s, _| {
+                s.positions_velocities_mut();
+            },
+            |s, _| {
+                s.split_mut();
+            },
+            |s, o| s.copy_from(o),
+        ];
+        for write in writers {
+            s.mark_positions();
+            let _ = s.positions();
+            s.velocities_mut()[0] = Vec3::ONE;
+            s.set_pinned(0, true);
+            assert!(s.positions_marked());
+            write(&mut s, &other);
+            assert!(!s.positions_marked());
+        }
+        s.mark_positions();
+        let t = s.clone();
+        assert!(!t.positions_marked());
+        assert_eq!(s, t);
     }
 }

@@ -8,6 +8,10 @@
 //! kind may be short: its unused lanes repeat its first element (finite numbers, results unused).
 //! So assembling a task batch by batch adds the same elements in the same order as adding them
 //! one by one.
+//!
+//! A batch's slots are relative to its task's *base*, the lowest slot any element of the task
+//! adds to: the task's blocks from the base on are one slice, indexed by the stored slots
+//! without a subtraction per block.
 #![deny(unsafe_code)]
 
 use crate::linalg::ScatterPlan;
@@ -23,7 +27,8 @@ pub(crate) struct Batch<const N: usize, const S: usize> {
     pub(crate) index: [u32; LANES],
     /// Each lane's vertices.
     pub(crate) verts: [[u32; N]; LANES],
-    /// Each lane's block slots in `A`, row-major over its vertices.
+    /// Each lane's block slots in `A`, row-major over its vertices, less its task's base
+    /// ([`ElementBatches::of_task`]).
     pub(crate) slots: [[u32; S]; LANES],
 }
 
@@ -33,6 +38,9 @@ pub(crate) struct ElementBatches {
     /// Per task of the plan: its triangle batches `tasks[t][0]..tasks[t][1]` and hinge batches
     /// `tasks[t][2]..tasks[t][3]`.
     tasks: Vec<[u32; 4]>,
+    /// Per task of the plan: its base, the lowest slot of its elements (0 for a task without
+    /// elements).
+    bases: Vec<u32>,
     pub(crate) triangles: Vec<Batch<3, 9>>,
     pub(crate) triangle_rest: Vec<MembraneRestLanes>,
     pub(crate) hinges: Vec<Batch<4, 16>>,
@@ -55,6 +63,7 @@ impl ElementBatches {
         assert!(hinge_slots.len() == hinge_verts.len() && hinge_rest.len() == hinge_verts.len());
         let mut out = Self {
             tasks: Vec::with_capacity(plan.num_tasks()),
+            bases: Vec::with_capacity(plan.num_tasks()),
             triangles: Vec::new(),
             triangle_rest: Vec::new(),
             hinges: Vec::new(),
@@ -67,6 +76,17 @@ impl ElementBatches {
                 elements[split..].iter().all(|&e| e >= triangles),
                 "ElementBatches: task {t} lists triangles after hinges"
             );
+            let base = elements
+                .iter()
+                .flat_map(|&e| match e.checked_sub(triangles) {
+                    None => tri_slots[e as usize].iter().min(),
+                    Some(k) => hinge_slots[k as usize].iter().min(),
+                })
+                .min()
+                .copied()
+                .unwrap_or(0);
+            let relative = |slots: [u32; 9]| slots.map(|s| s - base);
+            let relative16 = |slots: [u32; 16]| slots.map(|s| s - base);
             let t0 = out.triangles.len() as u32;
             for chunk in elements[..split].chunks(LANES) {
                 let lane = |k: usize| chunk[k.min(chunk.len() - 1)] as usize;
@@ -74,7 +94,7 @@ impl ElementBatches {
                     len: chunk.len(),
                     index: std::array::from_fn(|k| lane(k) as u32),
                     verts: std::array::from_fn(|k| tri_verts[lane(k)]),
-                    slots: std::array::from_fn(|k| tri_slots[lane(k)]),
+                    slots: std::array::from_fn(|k| relative(tri_slots[lane(k)])),
                 });
                 out.triangle_rest
                     .push(MembraneRestLanes::new(|k| tri_rest[lane(k)]));
@@ -86,22 +106,31 @@ impl ElementBatches {
                     len: chunk.len(),
                     index: std::array::from_fn(|k| lane(k) as u32),
                     verts: std::array::from_fn(|k| hinge_verts[lane(k)]),
-                    slots: std::array::from_fn(|k| hinge_slots[lane(k)]),
+                    slots: std::array::from_fn(|k| relative16(hinge_slots[lane(k)])),
                 });
                 out.hinge_rest
                     .push(HingeRestLanes::new(|k| hinge_rest[lane(k)]));
             }
             out.tasks
                 .push([t0, out.triangles.len() as u32, h0, out.hinges.len() as u32]);
+            out.bases.push(base);
         }
         out
     }
 
-    /// Task `task`'s triangle batches and hinge batches, as index ranges.
+    /// Task `task`'s triangle batches and hinge batches, as index ranges, and its base (the slot
+    /// its batches' slots are relative to).
     #[inline]
-    pub(crate) fn of_task(&self, task: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    pub(crate) fn of_task(
+        &self,
+        task: usize,
+    ) -> (std::ops::Range<usize>, std::ops::Range<usize>, usize) {
         let [t0, t1, h0, h1] = self.tasks[task];
-        (t0 as usize..t1 as usize, h0 as usize..h1 as usize)
+        (
+            t0 as usize..t1 as usize,
+            h0 as usize..h1 as usize,
+            self.bases[task] as usize,
+        )
     }
 }
 
@@ -146,14 +175,17 @@ mod tests {
             (&hinges, &hinge_slots, &hinge_rest),
         );
         for t in 0..plan.num_tasks() {
-            let (tr, hr) = batches.of_task(t);
+            let (tr, hr, base) = batches.of_task(t);
+            let base = base as u32;
             let mut listed = Vec::new();
+            let mut lowest = u32::MAX;
             for b in tr {
                 let batch = &batches.triangles[b];
                 for k in 0..batch.len {
                     let e = batch.index[k] as usize;
                     assert_eq!(batch.verts[k], tris[e]);
-                    assert_eq!(batch.slots[k], tri_slots[e]);
+                    assert_eq!(batch.slots[k].map(|s| s + base), tri_slots[e]);
+                    lowest = lowest.min(batch.slots[k].into_iter().min().unwrap_or(u32::MAX));
                     listed.push(e as u32);
                 }
             }
@@ -162,11 +194,15 @@ mod tests {
                 for k in 0..batch.len {
                     let e = batch.index[k] as usize;
                     assert_eq!(batch.verts[k], hinges[e]);
-                    assert_eq!(batch.slots[k], hinge_slots[e]);
+                    assert_eq!(batch.slots[k].map(|s| s + base), hinge_slots[e]);
+                    lowest = lowest.min(batch.slots[k].into_iter().min().unwrap_or(u32::MAX));
                     listed.push(tris.len() as u32 + e as u32);
                 }
             }
             assert_eq!(listed, plan.task_elements(t), "task {t}");
+            if !listed.is_empty() {
+                assert_eq!(lowest, 0, "task {t}: the base is its lowest slot");
+            }
         }
     }
 }

@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
+use rayon::prelude::*;
 
 use crate::linalg::{
     BlockCsr, BlockPattern, Filter, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
@@ -33,7 +34,7 @@ use crate::linalg::{
 use crate::mesh::{Topology, TriMesh};
 use crate::model::baraff_witkin::{
     BendParams, ElementOutput, HingeRest, JacobianMode, MembraneParams, TriangleRest, bend_element,
-    membrane_element, stretch_measure,
+    bend_energy, membrane_element, membrane_energy, stretch_measure,
 };
 use crate::model::bw_lanes::{
     HingeLanes, LANES, MembraneLanes, Vec3Lanes, bend_lanes, membrane_lanes,
@@ -42,6 +43,29 @@ use crate::model::bw_system::BendingStiffness;
 
 use super::element_batches::ElementBatches;
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
+use crate::runtime::executor::{for_each, join};
+
+/// Triangles a task of [`ImplicitEuler::stretch_measures`] measures (drape-65's 8,192 make eight).
+const STRETCH_MEASURE_CHUNK: usize = 1024;
+
+/// Elements [`ImplicitEuler::elastic_energy`] sums in order before joining sums.
+const ENERGY_CHUNK: usize = 1024;
+
+/// `Σ f(e)` over `range` in `f64`: chunks of [`ENERGY_CHUNK`] summed in order, the halves of a
+/// longer range (split at a chunk boundary) summed in parallel and added. The tree depends on the
+/// range only, so the result does not depend on the number of threads.
+fn sum_in_fixed_tree(range: std::ops::Range<usize>, f: &(impl Fn(usize) -> f64 + Sync)) -> f64 {
+    let chunks = range.len().div_ceil(ENERGY_CHUNK);
+    if chunks <= 1 {
+        return range.fold(0.0, |sum, e| sum + f(e));
+    }
+    let mid = range.start + chunks / 2 * ENERGY_CHUNK;
+    let (a, b) = join(
+        || sum_in_fixed_tree(range.start..mid, f),
+        || sum_in_fixed_tree(mid..range.end, f),
+    );
+    a + b
+}
 
 /// Which bending energy acts on the hinges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -325,40 +349,59 @@ impl ImplicitEuler {
 
     /// Per-triangle stretch measure max(|w_u|, |w_v|) at positions `x`
     /// (`docs/methods/baraff-witkin.md` §2.11), written into `out`.
+    ///
+    /// In parallel over chunks of [`STRETCH_MEASURE_CHUNK`] triangles: each measure is its own
+    /// triangle's, so the values do not depend on the schedule.
     pub fn stretch_measures(&self, x: &[Vec3], out: &mut [f32]) {
-        for ((t, rest), o) in self
-            .tri_verts
-            .iter()
-            .zip(&self.tri_rest)
-            .zip(out.iter_mut())
-        {
-            let p = t.map(|i| x[i as usize].as_dvec3());
-            *o = stretch_measure(&p, rest) as f32;
-        }
+        let items = out
+            .par_chunks_mut(STRETCH_MEASURE_CHUNK)
+            .zip(self.tri_verts.par_chunks(STRETCH_MEASURE_CHUNK))
+            .zip(self.tri_rest.par_chunks(STRETCH_MEASURE_CHUNK));
+        for_each(items, |((out, tris), rests)| {
+            for ((t, rest), o) in tris.iter().zip(rests).zip(out.iter_mut()) {
+                let p = t.map(|i| x[i as usize].as_dvec3());
+                *o = stretch_measure(&p, rest) as f32;
+            }
+        });
     }
 
-    /// Elastic (membrane + bending) energy at positions `x` (J).
+    /// Elastic (membrane + bending) energy at positions `x` (J): the energies of the general
+    /// kernels ([`membrane_element`], [`bend_element`], [`shell_element`]), for Baraff–Witkin's
+    /// conditions through the energy-only [`membrane_energy`] and [`bend_energy`], which give the
+    /// same values without the blocks.
+    ///
+    /// Summed in `f64` in parallel, by [`sum_in_fixed_tree`]: the triangles' sum plus the
+    /// hinges', each over chunks of [`ENERGY_CHUNK`] elements summed in order and joined in a
+    /// tree that depends on the element counts only, so the bits do not depend on the threads.
     #[must_use]
     pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
-        let zero3 = [DVec3::ZERO; 3];
-        let zero4 = [DVec3::ZERO; 4];
-        let mut e = 0.0;
-        for (t, rest) in self.tri_verts.iter().zip(&self.tri_rest) {
-            let p = t.map(|i| x[i as usize].as_dvec3());
-            e += membrane_element(
-                &p,
-                &zero3,
-                rest,
-                &self.settings.membrane,
-                JacobianMode::Definite,
-            )
-            .energy;
-        }
-        for (h, rest) in self.hinge_verts.iter().zip(&self.hinge_rest) {
-            let p = h.map(|i| x[i as usize].as_dvec3());
-            e += hinge_element(&self.settings, &p, &zero4, rest, JacobianMode::Definite).energy;
-        }
-        e
+        let triangle = |e: usize| {
+            let p = self.tri_verts[e].map(|i| x[i as usize].as_dvec3());
+            membrane_energy(&p, &self.tri_rest[e], &self.settings.membrane)
+        };
+        let hinge = |e: usize| {
+            let p = self.hinge_verts[e].map(|i| x[i as usize].as_dvec3());
+            let rest = &self.hinge_rest[e];
+            match self.settings.bending {
+                BendingModel::BaraffWitkin => bend_energy(&p, rest, &self.settings.bend),
+                BendingModel::DiscreteShell => {
+                    let zero4 = [DVec3::ZERO; 4];
+                    shell_element(
+                        &p,
+                        &zero4,
+                        rest,
+                        &self.settings.bend,
+                        JacobianMode::Definite,
+                    )
+                    .energy
+                }
+            }
+        };
+        let (membrane, bending) = join(
+            || sum_in_fixed_tree(0..self.tri_verts.len(), &triangle),
+            || sum_in_fixed_tree(0..self.hinge_verts.len(), &hinge),
+        );
+        membrane + bending
     }
 
     /// One linearised backward-Euler step of length `h` (`docs/methods/baraff-witkin.md`
@@ -640,7 +683,7 @@ impl ImplicitEuler {
             add_general(w, hv, slots, h, &el.force, dfdx, &el.dfdv, &we, el.energy)
         };
         let task = |t: usize, w: &mut RowWindow<'_>| -> f64 {
-            let (tri_batches, hinge_batches) = batches.of_task(t);
+            let (tri_batches, hinge_batches, base) = batches.of_task(t);
             let mut energy = 0.0;
             let mut tri_in = [[Vec3Lanes::ZERO; 3]; 3];
             let mut tri_out = MembraneLanes::ZERO;
@@ -652,7 +695,8 @@ impl ImplicitEuler {
                 if !definite {
                     for k in used {
                         let e = batch.index[k] as usize;
-                        energy += general_triangle(w, &batch.verts[k], &batch.slots[k], e);
+                        let slots = batch.slots[k].map(|s| s + base as u32);
+                        energy += general_triangle(w, &batch.verts[k], &slots, e);
                     }
                     continue;
                 }
@@ -671,8 +715,9 @@ impl ImplicitEuler {
                     let slots = &batch.slots[k];
                     add_rows(w, &batch.verts[k], &tri_out.shares().rhs(k));
                     let (blocks, first) = w.blocks_mut();
+                    let blocks = &mut blocks[base - first..];
                     tri_out.blocks(k, |m, l, b| {
-                        b.add_to(&mut blocks[slots[3 * m + l] as usize - first]);
+                        b.add_to(&mut blocks[slots[3 * m + l] as usize]);
                     });
                 }
             }
@@ -686,7 +731,8 @@ impl ImplicitEuler {
                 if !bend_system_applies {
                     for k in used {
                         let e = batch.index[k] as usize;
-                        energy += general_hinge(w, &batch.verts[k], &batch.slots[k], e);
+                        let slots = batch.slots[k].map(|s| s + base as u32);
+                        energy += general_hinge(w, &batch.verts[k], &slots, e);
                     }
                     continue;
                 }
@@ -707,8 +753,9 @@ impl ImplicitEuler {
                     add_rows(w, &batch.verts[k], &hinge_out.rhs(k));
                     if hinge_out.has_blocks(k) {
                         let (blocks, first) = w.blocks_mut();
+                        let blocks = &mut blocks[base - first..];
                         hinge_out.blocks(k, |m, l, b| {
-                            b.add_to(&mut blocks[slots[4 * m + l] as usize - first]);
+                            b.add_to(&mut blocks[slots[4 * m + l] as usize]);
                         });
                     }
                 }
@@ -1131,6 +1178,63 @@ mod tests {
     /// mode (the definite kernels' symmetric path, the general kernels' path), the same bits for
     /// 1, 2 and 4 threads, and an exactly symmetric `A`. The sheet has enough vertices for several
     /// parts, so elements across the cuts are in it.
+    /// The elastic energy is the element kernels' energies summed, to round-off, and the same
+    /// bits in pools of 1, 2 and 4 threads, for both bending models.
+    #[test]
+    fn elastic_energy_is_the_elements_and_independent_of_threads() {
+        use crate::linalg::block_csr::tests::in_pool;
+        let n = 40u32;
+        let mesh = grid(&GridSpec {
+            nx: n,
+            ny: n,
+            ..GridSpec::default()
+        })
+        .expect("valid grid");
+        let topo = Topology::build(&mesh).expect("valid topology");
+        let mut rng = crate::testing::SplitMix64::new(11);
+        let x: Vec<Vec3> = mesh
+            .positions
+            .iter()
+            .map(|p| {
+                let bent = Vec3::new(p.x, 0.05 * (3.0 * p.x).sin() * (2.0 * p.z).cos(), p.z);
+                bent * (1.0 + 0.02 * rng.uniform(-1.0, 1.0) as f32)
+            })
+            .collect();
+        for bending in [BendingModel::BaraffWitkin, BendingModel::DiscreteShell] {
+            let sys = ImplicitEuler::new(
+                &mesh,
+                &topo,
+                settings(bending, BendingIntegration::Implicit),
+            )
+            .expect("valid rest");
+            let mut serial = 0.0;
+            for (t, rest) in sys.tri_verts.iter().zip(&sys.tri_rest) {
+                let p = t.map(|i| x[i as usize].as_dvec3());
+                let v = [DVec3::ZERO; 3];
+                serial +=
+                    membrane_element(&p, &v, rest, &sys.settings.membrane, JacobianMode::Definite)
+                        .energy;
+            }
+            for (hv, rest) in sys.hinge_verts.iter().zip(&sys.hinge_rest) {
+                let p = hv.map(|i| x[i as usize].as_dvec3());
+                let v = [DVec3::ZERO; 4];
+                serial += hinge_element(&sys.settings, &p, &v, rest, JacobianMode::Definite).energy;
+            }
+            let energies = [1, 2, 4].map(|threads| in_pool(threads, || sys.elastic_energy(&x)));
+            assert!(serial > 0.0);
+            assert!(
+                (energies[0] - serial).abs() <= 1e-12 * serial,
+                "{bending:?}"
+            );
+            assert!(
+                energies
+                    .iter()
+                    .all(|e| e.to_bits() == energies[0].to_bits()),
+                "{bending:?}: {energies:?}"
+            );
+        }
+    }
+
     #[test]
     fn assembly_matches_the_general_kernels_for_any_thread_count() {
         use crate::linalg::block_csr::tests::in_pool;

@@ -74,7 +74,8 @@
 use glam::{DMat3, DVec2, DVec3};
 
 use super::dihedral::{
-    self, DEGENERACY_TOLERANCE, dihedral_angle_and_gradient, dihedral_angle_hessian, wrap_angle,
+    self, DEGENERACY_TOLERANCE, checked_dihedral_angle, dihedral_angle_and_gradient,
+    dihedral_angle_hessian, wrap_angle,
 };
 
 /// Below this length, `|w_u|` or `|w_v|` counts as zero: the direction `ŵ` is undefined and the
@@ -493,6 +494,37 @@ pub fn bend_element(
     let mut out = ElementOutput::ZERO;
     out.add_condition(&c, p.stiffness, p.damping * p.stiffness, v, exact);
     out
+}
+
+/// The elastic energy of [`membrane_element`] alone, `Σ (k/2) C²` over the stretch rows and
+/// shear (eq. 2.4–2.6): the same conditions, squared and summed in the same order, so the same
+/// value to the bit, without the forces and Jacobian blocks (a fraction of the cost).
+#[must_use]
+pub fn membrane_energy(x: &[DVec3; 3], rest: &TriangleRest, p: &MembraneParams) -> f64 {
+    let [w_u, w_v] = deformation_gradient(x, rest);
+    let sqrt_a = rest.area.sqrt();
+    let c_u = sqrt_a * (w_u.length() - p.rest_stretch_u);
+    let c_v = sqrt_a * (w_v.length() - p.rest_stretch_v);
+    let c_sh = sqrt_a * w_u.dot(w_v);
+    let mut energy = 0.0;
+    energy += 0.5 * p.stretch_u * c_u * c_u;
+    energy += 0.5 * p.stretch_v * c_v * c_v;
+    energy += 0.5 * p.shear * c_sh * c_sh;
+    energy
+}
+
+/// The elastic energy of [`bend_element`] alone, `(k_b/2) C²` with `C = √w wrap(θ − θ0)`
+/// (eq. 2.7): the same angle and condition, so the same value to the bit, without the angle's
+/// gradient and the blocks. 0 for a degenerate hinge.
+#[must_use]
+pub fn bend_energy(x: &[DVec3; 4], rest: &HingeRest, p: &BendParams) -> f64 {
+    let c = match checked_dihedral_angle(x) {
+        Some(theta) => rest.weight.sqrt() * wrap_angle(theta - rest.rest_angle),
+        None => 0.0,
+    };
+    let mut energy = 0.0;
+    energy += 0.5 * p.stiffness * c * c;
+    energy
 }
 
 /// `max(|w_u|, |w_v|)` of one triangle, the per-triangle stretch measure of the adaptive step rejection
@@ -1373,5 +1405,27 @@ pub(crate) mod tests {
         );
         let regular = mean(Diagonals::Regular);
         assert!((regular - 1.5).abs() < 5e-3, "regular mean {regular}");
+    }
+
+    /// The energy-only functions give the elements' energies to the bit.
+    #[test]
+    fn energies_alone_are_the_element_energies() {
+        for t in random_triangles(71, SAMPLES, 0.5) {
+            let el = membrane_element(&t.x, &t.v, &t.rest, &t.p, JacobianMode::Definite);
+            assert_eq!(
+                membrane_energy(&t.x, &t.rest, &t.p).to_bits(),
+                el.energy.to_bits()
+            );
+        }
+        for h in random_hinges(72, SAMPLES, 0.1) {
+            let el = bend_element(&h.x, &h.v, &h.rest, &h.p, JacobianMode::Definite);
+            assert_eq!(
+                bend_energy(&h.x, &h.rest, &h.p).to_bits(),
+                el.energy.to_bits()
+            );
+        }
+        let degenerate = [DVec3::ZERO; 4];
+        let h = &random_hinges(73, 1, 0.1)[0];
+        assert_eq!(bend_energy(&degenerate, &h.rest, &h.p), 0.0);
     }
 }

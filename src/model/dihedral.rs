@@ -154,7 +154,13 @@ pub fn hinge_is_degenerate(x: &[DVec3; 4]) -> bool {
 /// away from the normals' side). Returns 0 for a degenerate hinge ([`hinge_is_degenerate`]).
 #[must_use]
 pub fn dihedral_angle(x: &[DVec3; 4]) -> f64 {
-    HingeFrame::new(x).map_or(0.0, |f| f.angle())
+    checked_dihedral_angle(x).unwrap_or(0.0)
+}
+
+/// [`dihedral_angle`], `None` for a degenerate hinge ([`hinge_is_degenerate`]).
+#[must_use]
+pub fn checked_dihedral_angle(x: &[DVec3; 4]) -> Option<f64> {
+    HingeFrame::new(x).map(|f| f.angle())
 }
 
 /// ∂θ/∂x_i = −u_i, Bridson–Marino–Fedkiw 2003, `docs/methods/dihedral-bending.md` (4.4–4.6).

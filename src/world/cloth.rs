@@ -342,6 +342,11 @@ impl Cloth {
 
     /// Puts the tracked pins and their vertices exactly on their tracks at `t`.
     pub(super) fn land_pin_tracks(&mut self, t: f64) {
+        // Without tracks the positions are left alone, and unwritten (step control reuses
+        // what it measured at them: `ClothState::mark_positions`).
+        if self.pin_tracks.is_empty() {
+            return;
+        }
         let x = self.sim.state.positions_mut();
         for track in &self.pin_tracks {
             track.land(&mut self.sim.pins, x, t);

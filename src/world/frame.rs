@@ -346,8 +346,10 @@ impl World {
                     frame: self.frame,
                 });
             }
-            stats.max_strain = stats.max_strain.max(c.max_strain());
+            // One pass over the edges: the largest strain is the largest of the three classes'
+            // (`Cloth::max_strain` is that maximum, folded the same way).
             let [free, pins, bodies] = c.max_strain_by_drive();
+            stats.max_strain = stats.max_strain.max(free.max(pins).max(bodies));
             stats.max_strain_free = stats.max_strain_free.max(free);
             stats.max_strain_pins = stats.max_strain_pins.max(pins);
             stats.max_strain_bodies = stats.max_strain_bodies.max(bodies);
