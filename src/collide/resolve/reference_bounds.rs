@@ -61,6 +61,18 @@ impl ReferenceBounds {
         }
     }
 
+    /// The current reference's number (0: none).
+    #[cfg(test)]
+    pub(super) fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The bounds computed in full since the last full search began.
+    #[cfg(test)]
+    pub(super) fn computed(&self) -> u32 {
+        self.computed.load(Ordering::Relaxed)
+    }
+
     /// What a search at positions `x0` and end positions `x1` (cloth vertices) does with the
     /// kept bounds: `None` without a reference (and no `refresh` allowed). With `refresh` (the
     /// substep's full search), a new reference at `x0`, the search recording each bound it
