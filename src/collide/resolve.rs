@@ -99,6 +99,7 @@ mod broad_phase;
 mod ccd_rounds;
 mod detect;
 mod members;
+mod reference_bounds;
 mod repulsion;
 #[cfg(test)]
 mod tests;
@@ -114,6 +115,7 @@ use detect::{
 };
 use members::Members;
 pub use members::{MemberMesh, MemberSettings};
+use reference_bounds::ReferenceBounds;
 
 /// Largest [`CollisionSettings::response_passes`] a scene file or the C ABI may ask for: each
 /// pass is a PCG solve and a collision stage per substep.
@@ -447,6 +449,8 @@ pub struct ClothCollision {
     /// The tests of triangle pairs that share a vertex, built once ([`NeighbourTests`]): the
     /// tree search leaves such pairs out.
     neighbours: NeighbourTests,
+    /// The neighbour tests' bounds kept from a reference configuration ([`ReferenceBounds`]).
+    reference_bounds: ReferenceBounds,
     obstacle_bvh: Option<Bvh>,
     obstacle_boxes: Vec<Aabb>,
     obstacle_tris: Vec<[u32; 3]>,
@@ -540,6 +544,7 @@ impl ClothCollision {
             bvh,
             wide,
             boxes,
+            reference_bounds: ReferenceBounds::new(neighbours.len(), num_vertices),
             neighbours,
             layers: [
                 LayerBoxes::new(num_vertices, triangles.len(), edges.len()),

@@ -6,6 +6,7 @@ use super::detect::{
     BOUND_SLACK, ccd_limit, f32_above, f32_at_most, largest_coordinate, screened_bounds,
     screened_closing,
 };
+use super::reference_bounds::ReferenceView;
 use super::*;
 use crate::linalg::reduce::for_each_chunk;
 use crate::runtime::executor::parallel_here;
@@ -232,12 +233,23 @@ impl ClothCollision {
         let members = self.members.as_ref();
         // The largest η of any test ([`pair_eta`] adds the same terms, each at most these).
         let screen = Screen::new(eta, eta + self.max_cloth_extra + extra, eta_c, &self.x0);
+        // The neighbour tests' bounds kept from a reference: the substep's full search may set a
+        // new one, every full search clears by them. (An update culls only the tests of the
+        // changed vertices, few of which pass: the drifts would cost more than they save.)
+        let reference = if settings.self_collision && !incremental {
+            let refresh = reach == Reach::Substep;
+            self.reference_bounds
+                .prepare(&self.x0[..n], &self.x1[..n], refresh)
+        } else {
+            None
+        };
         let cull = |point_margin: [f32; 2]| Cull {
             points: [&first.points, &second.points],
             point_margin,
             layers: num_layers,
             only: incremental.then_some(&self.changed[..]),
             apart: members.map(|m| m.apart_from_self()),
+            reference,
             bound: Bound {
                 x0: &self.x0,
                 x1: &self.x1,
@@ -337,27 +349,63 @@ pub(super) struct NeighbourTest {
 }
 
 impl NeighbourTest {
-    /// Pushes the test to `out` if `cull` passes it (`cloth` gives the boxes).
+    /// Pushes the test (number `k` of the list) to `out` if `cull` passes it (`cloth` gives the
+    /// boxes), given that it passed [`CullKey::may_pass`]. Adds to `computed` the bounds it
+    /// computed in full ([`Bound::refine_kept`]).
     #[inline]
-    fn emit(&self, cloth: &MeshView<'_>, cull: &Cull<'_>, out: &mut Vec<Candidate>) {
-        if let Some(c) = self.passed(cloth, cull) {
+    fn emit_may_pass(
+        &self,
+        k: usize,
+        cloth: &MeshView<'_>,
+        cull: &Cull<'_>,
+        out: &mut Vec<Candidate>,
+        computed: &mut u32,
+    ) {
+        if let Some(c) = self.passed_may_pass(k, cloth, cull, computed) {
             out.push(c);
         }
     }
 
-    /// The test's candidate, marked with the layers `cull` passes (`cloth` gives the boxes), or
-    /// `None` when it passes none.
+    /// The test's candidate (number `k` of the list), marked with the layers `cull` passes
+    /// (`cloth` gives the boxes), or `None` when it passes none.
+    /// Adds to `computed` the bounds it computed in full ([`Bound::refine_kept`]).
     #[inline]
-    fn passed(&self, cloth: &MeshView<'_>, cull: &Cull<'_>) -> Option<Candidate> {
+    fn passed(
+        &self,
+        k: usize,
+        cloth: &MeshView<'_>,
+        cull: &Cull<'_>,
+        computed: &mut u32,
+    ) -> Option<Candidate> {
         if !self.key.may_pass(cloth, cull) {
             return None;
         }
+        self.passed_may_pass(k, cloth, cull, computed)
+    }
+
+    /// [`NeighbourTest::passed`] for a test that passed [`CullKey::may_pass`].
+    #[inline]
+    fn passed_may_pass(
+        &self,
+        k: usize,
+        cloth: &MeshView<'_>,
+        cull: &Cull<'_>,
+        computed: &mut u32,
+    ) -> Option<Candidate> {
         let c = self.key.candidate(cloth);
         let layers = self.passes(&c, cloth, cull);
-        (layers != 0).then(|| Candidate {
-            layers: cull.bound.refine(c.kind, &c.verts, layers),
-            ..c
-        })
+        if layers == 0 {
+            return None;
+        }
+        let layers = match &cull.reference {
+            Some(r) => {
+                let (layers, full) = cull.bound.refine_kept(r, k, c.kind, &c.verts, layers);
+                *computed += u32::from(full);
+                layers
+            }
+            None => cull.bound.refine(c.kind, &c.verts, layers),
+        };
+        Some(Candidate { layers, ..c })
     }
 
     /// The layers whose cull passes the test, `c` its candidate ([`Candidate::layers`]; 0:
@@ -576,12 +624,18 @@ impl NeighbourTests {
         }
     }
 
-    /// The tests of chunk `c` of the triangles ([`PAIR_CHUNK`] each, by the pair's first).
-    fn chunk(&self, c: usize) -> &[NeighbourTest] {
+    /// The tests of chunk `c` of the triangles ([`PAIR_CHUNK`] each, by the pair's first), and
+    /// the number of the first in the list.
+    fn chunk(&self, c: usize) -> (&[NeighbourTest], usize) {
         match (self.chunk_starts.get(c), self.chunk_starts.get(c + 1)) {
-            (Some(&a), Some(&b)) => &self.tests[a..b],
-            _ => &[],
+            (Some(&a), Some(&b)) => (&self.tests[a..b], a),
+            _ => (&[], 0),
         }
+    }
+
+    /// The number of tests.
+    pub(super) fn len(&self) -> usize {
+        self.tests.len()
     }
 
     /// Grows each emission buffer of [`emit_chunks`] by the room its chunk's neighbour tests
@@ -631,9 +685,9 @@ impl NeighbourTests {
                 for (w, word) in words.iter_mut().enumerate() {
                     let mut bits = std::mem::take(word);
                     while bits != 0 {
-                        let t = &tests[first + w * 64 + bits.trailing_zeros() as usize];
+                        let k = first + w * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
-                        if let Some(candidate) = t.passed(cloth, cull) {
+                        if let Some(candidate) = tests[k].passed(k, cloth, cull, &mut 0) {
                             buf.push(candidate);
                         }
                     }
@@ -656,21 +710,26 @@ impl NeighbourTests {
                     .for_each(work);
             }
         } else {
-            let work = |(tests, buf): (&[NeighbourTest], &mut Vec<Candidate>)| {
+            let work = |(c, (tests, buf)): (usize, (&[NeighbourTest], &mut Vec<Candidate>))| {
                 buf.clear();
-                for t in tests {
-                    t.emit(cloth, cull, buf);
+                for (k, t) in tests.iter().enumerate() {
+                    if let Some(candidate) = t.passed(c * NEIGHBOUR_CHUNK + k, cloth, cull, &mut 0)
+                    {
+                        buf.push(candidate);
+                    }
                 }
             };
             if tests.len() >= EMIT_PARALLEL_MIN && parallel_here() {
                 tests
                     .par_chunks(NEIGHBOUR_CHUNK)
                     .zip(self.bufs.par_iter_mut())
+                    .enumerate()
                     .for_each(work);
             } else {
                 tests
                     .chunks(NEIGHBOUR_CHUNK)
                     .zip(self.bufs.iter_mut())
+                    .enumerate()
                     .for_each(work);
             }
         }
@@ -854,6 +913,8 @@ pub(super) struct Cull<'a> {
     only: Option<&'a [bool]>,
     /// Per cloth vertex of a shared stage: its cloth does not meet itself (no neighbour tests).
     apart: Option<&'a [bool]>,
+    /// The neighbour tests' bounds kept from a reference ([`Bound::refine_kept`]).
+    reference: Option<ReferenceView<'a>>,
     /// What decides, for a test the boxes pass, whether a detection can still find it.
     bound: Bound<'a>,
 }
@@ -888,7 +949,51 @@ impl Bound<'_> {
     /// layers the screen leaves open (`docs/methods/collision-detection.md`, *An `f32` screen
     /// before the bound*).
     #[inline]
-    fn refine(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> u8 {
+    fn refine(&self, kind: Kind, verts: &[u32; 4], layers: u8) -> u8 {
+        self.refine_and_low(kind, verts, layers).0
+    }
+
+    /// [`Bound::refine`] for neighbour test `k` of the list, with the bounds kept from a
+    /// reference: when `reference` records, the screen's lower end is kept for the test; else a
+    /// lower end kept at the current reference, less the drift since, clears the layers whose
+    /// threshold it exceeds (the features' distance is at least that now), and only the layers
+    /// left are refined (`docs/methods/collision-detection.md`, *Neighbour bounds from a
+    /// reference*). A layer cleared here is one whose detection answers no.
+    /// Also true when the bound was computed in full (recorded, or not decided by the kept one).
+    #[inline]
+    fn refine_kept(
+        &self,
+        reference: &ReferenceView<'_>,
+        k: usize,
+        kind: Kind,
+        verts: &[u32; 4],
+        mut layers: u8,
+    ) -> (u8, bool) {
+        if reference.record {
+            let (layers, low) = self.refine_and_low(kind, verts, layers);
+            reference.record(k, low);
+            return (layers, true);
+        }
+        if let Some(low) = reference.low(k) {
+            let low = f64::from(low);
+            let (start, swept) = reference.drift(verts, kind.split(), layers & SWEPT != 0);
+            if low - start > f64::from(self.screen.far[kind as usize]) {
+                layers &= !AT_START;
+            }
+            if low - swept > f64::from(self.screen.apart) {
+                layers &= !SWEPT;
+            }
+            if layers == 0 {
+                return (0, false);
+            }
+        }
+        (self.refine(kind, verts, layers), true)
+    }
+
+    /// [`Bound::refine`], and the lower end of the screen at x^n ([`screened_bounds`]): at most
+    /// the features' distance there.
+    #[inline]
+    fn refine_and_low(&self, kind: Kind, verts: &[u32; 4], mut layers: u8) -> (u8, f32) {
         let start32 = verts.map(|i| self.x0[i as usize]);
         let (low, high) = screened_bounds(kind, &start32, self.screen.coord);
         let k = kind as usize;
@@ -914,7 +1019,7 @@ impl Bound<'_> {
             }
         }
         if open == 0 {
-            return layers;
+            return (layers, low);
         }
         let start = start32.map(Vec3::as_dvec3);
         let bound = distance_lower_bound(kind, &start);
@@ -935,7 +1040,7 @@ impl Bound<'_> {
                 layers &= !SWEPT;
             }
         }
-        layers
+        (layers, low)
     }
 }
 
@@ -1067,21 +1172,29 @@ pub(super) fn emit_chunked(
         // The neighbour tests of this chunk's triangles: first those the union boxes may pass
         // (most fail them, and a failed test passes no layer), then these merged in
         // triangle-pair order.
-        let tests: &[NeighbourTest] = neighbours.map_or(&[], |nt| nt.chunk(c));
+        let (tests, first): (&[NeighbourTest], usize) =
+            neighbours.map_or((&[], 0), |nt| nt.chunk(c));
         for (k, t) in tests.iter().enumerate() {
             if t.key.may_pass(meshes.0, cull) {
                 near.push(k as u32);
             }
         }
-        let mut merged = near.iter().map(|&k| &tests[k as usize]).peekable();
+        let mut merged = near
+            .iter()
+            .map(|&k| (first + k as usize, &tests[k as usize]))
+            .peekable();
+        let mut computed = 0;
         for &(a, b) in ws.chunk_pairs(c) {
-            while let Some(t) = merged.next_if(|t| t.pair < [a, b]) {
-                t.emit(meshes.0, cull, out);
+            while let Some((k, t)) = merged.next_if(|(_, t)| t.pair < [a, b]) {
+                t.emit_may_pass(k, meshes.0, cull, out, &mut computed);
             }
             emit_tests(out, (meshes.0, a), (meshes.1, b), cull);
         }
-        for t in merged {
-            t.emit(meshes.0, cull, out);
+        for (k, t) in merged {
+            t.emit_may_pass(k, meshes.0, cull, out, &mut computed);
+        }
+        if let Some(r) = &cull.reference {
+            r.count(computed);
         }
         (out.capacity(), near.capacity()) != capacity
     };
@@ -1131,7 +1244,10 @@ pub(super) fn emit_tests(
             continue;
         }
         let other = omesh.tris[u as usize].map(|i| i + omesh.offset);
-        let reach = [0, 1].map(|l| omesh.tri_boxes[l][u as usize].inflate(cull.point_margin[l]));
+        let reach = [
+            omesh.tri_boxes[0][u as usize].inflate(cull.point_margin[0]),
+            omesh.tri_boxes[1][u as usize].inflate(cull.point_margin[1]),
+        ];
         for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
             let verts = [pg, other[0], other[1], other[2]];
