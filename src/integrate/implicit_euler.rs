@@ -27,6 +27,7 @@ use std::sync::Arc;
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
 use rayon::prelude::*;
 
+use crate::linalg::reduce;
 use crate::linalg::{
     BlockCsr, BlockPattern, Filter, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
     RowWindow, ScatterPlan, solve_filtered_pcg,
@@ -48,23 +49,9 @@ use crate::runtime::executor::{for_each, join};
 /// Triangles a task of [`ImplicitEuler::stretch_measures`] measures (drape-65's 8,192 make eight).
 const STRETCH_MEASURE_CHUNK: usize = 1024;
 
-/// Elements [`ImplicitEuler::elastic_energy`] sums in order before joining sums.
-const ENERGY_CHUNK: usize = 1024;
-
-/// `Σ f(e)` over `range` in `f64`: chunks of [`ENERGY_CHUNK`] summed in order, the halves of a
-/// longer range (split at a chunk boundary) summed in parallel and added. The tree depends on the
-/// range only, so the result does not depend on the number of threads.
-fn sum_in_fixed_tree(range: std::ops::Range<usize>, f: &(impl Fn(usize) -> f64 + Sync)) -> f64 {
-    let chunks = range.len().div_ceil(ENERGY_CHUNK);
-    if chunks <= 1 {
-        return range.fold(0.0, |sum, e| sum + f(e));
-    }
-    let mid = range.start + chunks / 2 * ENERGY_CHUNK;
-    let (a, b) = join(
-        || sum_in_fixed_tree(range.start..mid, f),
-        || sum_in_fixed_tree(mid..range.end, f),
-    );
-    a + b
+/// `Σ f(e)` over the elements `0..count` in `f64`, by [`reduce::sum_chunks`].
+fn sum_elements(count: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
+    reduce::sum_chunks(count, |chunk| chunk.fold(0.0, |sum, e| sum + f(e)))
 }
 
 /// Which bending energy acts on the hinges.
@@ -370,9 +357,9 @@ impl ImplicitEuler {
     /// conditions through the energy-only [`membrane_energy`] and [`bend_energy`], which give the
     /// same values without the blocks.
     ///
-    /// Summed in `f64` in parallel, by [`sum_in_fixed_tree`]: the triangles' sum plus the
-    /// hinges', each over chunks of [`ENERGY_CHUNK`] elements summed in order and joined in a
-    /// tree that depends on the element counts only, so the bits do not depend on the threads.
+    /// Summed in `f64` in parallel by [`reduce::sum_chunks`]: the triangles' sum plus the
+    /// hinges', each over the fixed chunks of its elements summed in order and the chunks' sums
+    /// added in chunk order, so the bits do not depend on the threads.
     #[must_use]
     pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
         let triangle = |e: usize| {
@@ -398,8 +385,8 @@ impl ImplicitEuler {
             }
         };
         let (membrane, bending) = join(
-            || sum_in_fixed_tree(0..self.tri_verts.len(), &triangle),
-            || sum_in_fixed_tree(0..self.hinge_verts.len(), &hinge),
+            || sum_elements(self.tri_verts.len(), triangle),
+            || sum_elements(self.hinge_verts.len(), hinge),
         );
         membrane + bending
     }
