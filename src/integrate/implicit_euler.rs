@@ -25,7 +25,6 @@
 use std::sync::Arc;
 
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
-use rayon::prelude::*;
 
 use crate::linalg::reduce;
 use crate::linalg::{
@@ -44,10 +43,7 @@ use crate::model::bw_system::BendingStiffness;
 
 use super::element_batches::ElementBatches;
 use crate::model::discrete_shell::{ZERO_BLOCKS, bending_mode_stiffness, shell_element};
-use crate::runtime::executor::{for_each, join};
-
-/// Triangles a task of [`ImplicitEuler::stretch_measures`] measures (drape-65's 8,192 make eight).
-const STRETCH_MEASURE_CHUNK: usize = 1024;
+use crate::runtime::executor::join;
 
 /// `Σ f(e)` over the elements `0..count` in `f64`, by [`reduce::sum_chunks`].
 fn sum_elements(count: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
@@ -337,14 +333,12 @@ impl ImplicitEuler {
     /// Per-triangle stretch measure max(|w_u|, |w_v|) at positions `x`
     /// (`docs/methods/baraff-witkin.md` §2.11), written into `out`.
     ///
-    /// In parallel over chunks of [`STRETCH_MEASURE_CHUNK`] triangles: each measure is its own
+    /// In parallel over the fixed chunks of [`reduce::for_each_chunk`]: each measure is its own
     /// triangle's, so the values do not depend on the schedule.
     pub fn stretch_measures(&self, x: &[Vec3], out: &mut [f32]) {
-        let items = out
-            .par_chunks_mut(STRETCH_MEASURE_CHUNK)
-            .zip(self.tri_verts.par_chunks(STRETCH_MEASURE_CHUNK))
-            .zip(self.tri_rest.par_chunks(STRETCH_MEASURE_CHUNK));
-        for_each(items, |((out, tris), rests)| {
+        reduce::for_each_chunk(out, |first, out| {
+            let range = first..first + out.len();
+            let (tris, rests) = (&self.tri_verts[range.clone()], &self.tri_rest[range]);
             for ((t, rest), o) in tris.iter().zip(rests).zip(out.iter_mut()) {
                 let p = t.map(|i| x[i as usize].as_dvec3());
                 *o = stretch_measure(&p, rest) as f32;
