@@ -94,6 +94,17 @@
 //! y_i`, the backward one column-oriented, each solved `x_i` scattered from row `i` of `L`
 //! (`w_c −= L_icᵀ x_i`, `i` descending), so `Lᵀ` is never formed; the separator's scatter
 //! reaches the parts' rows before their own backward sweeps start.
+//!
+//! # The backward solve's working vector
+//! The backward solve's scatter stores `w_c` and a later row (often the next) loads it again.
+//! `w` is therefore a vector of its own with 16-byte rows (`Vec3A`), `D⁻¹ y` as the forward
+//! solve leaves it, and the caller's output row is written once, from `sweep.finish`. Kept in
+//! the caller's 12-byte `Vec3` rows, each update was compiled as a store of bytes 0–8 and one
+//! of bytes 8–12, and the next load of the row as bytes 0–4 and 4–12: a load that spans two
+//! stores cannot take its data from the store buffer, so it waited for both stores to reach
+//! the cache. With whole 16-byte rows the store and the load are one instruction each and the
+//! load is forwarded. The arithmetic is the same (the fourth lane is never read), so are the
+//! bits.
 
 //! # The symbolic factorisation
 //! In `F_ik = Ã_ik − Σ_{j<k} F_ij L_kjᵀ` only the `j` that rows `i` and `k` both hold add
@@ -334,6 +345,10 @@ pub struct IncompleteBlockLdl {
     work: Vec<Mat3A>,
     /// The forward solve's `y`, by rows of `A`.
     y: Vec<Vec3A>,
+    /// The backward solve's working vector (`D⁻¹ y`, then `x`), by rows of `A`: 16-byte
+    /// rows, so that its scatter's stores and the next row's loads are whole vectors (module
+    /// doc, "The backward solve's working vector").
+    x: Vec<Vec3A>,
     /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
     level: usize,
     /// Factorisations done at `level` since it was entered.
@@ -402,6 +417,7 @@ impl IncompleteBlockLdl {
             d_inv: vec![Mat3A::IDENTITY; n],
             work: vec![Mat3A::ZERO; n],
             y: vec![Vec3A::ZERO; n],
+            x: vec![Vec3A::ZERO; n],
             level: 0,
             solves_at_level: 0,
         }
@@ -654,11 +670,11 @@ impl IncompleteBlockLdl {
     pub fn sweep<S: Sweep>(&mut self, sweep: S, out: &mut [Vec3]) -> f64 {
         let n = self.num_rows();
         assert_eq!(out.len(), n, "IncompleteBlockLdl::sweep: wrong length");
-        let (parts, y) = self.part_solves();
+        let (parts, y, x) = self.part_solves();
         if parts.ldl.pat.num_parts() == 1 {
             let mut sweep = sweep;
-            parts.ldl.forward(0..n, &mut sweep, (y, out), 0);
-            return parts.ldl.backward(0..n, &mut sweep, out, 0);
+            parts.ldl.forward(0..n, &mut sweep, (y, x), 0);
+            return parts.ldl.backward(0..n, &mut sweep, (x, out), 0);
         }
         let (a, b) = parts.ldl.pat.natural;
         let (mut s0, rest) = sweep.split_at(a);
@@ -666,32 +682,39 @@ impl IncompleteBlockLdl {
         {
             let (y0, y_rest) = y.split_at_mut(a);
             let y1 = &mut y_rest[b - a..];
-            let (o0, o_rest) = out.split_at_mut(a);
-            let o1 = &mut o_rest[b - a..];
+            let (x0, x_rest) = x.split_at_mut(a);
+            let x1 = &mut x_rest[b - a..];
             join(
-                || parts.forward_part(0, &mut s0, y0, o0),
-                || parts.forward_part(1, &mut s1, y1, o1),
+                || parts.forward_part(0, &mut s0, y0, x0),
+                || parts.forward_part(1, &mut s1, y1, x1),
             );
         }
-        let dot = parts.separator(&mut separator, y, out);
+        let dot = parts.separator(&mut separator, y, x, out);
+        let (x0, x_rest) = x.split_at_mut(a);
+        let x1 = &mut x_rest[b - a..];
         let (o0, o_rest) = out.split_at_mut(a);
         let o1 = &mut o_rest[b - a..];
         let (dot0, dot1) = join(
-            || parts.backward_part(0, &mut s0, o0),
-            || parts.backward_part(1, &mut s1, o1),
+            || parts.backward_part(0, &mut s0, x0, o0),
+            || parts.backward_part(1, &mut s1, x1, o1),
         );
         dot + dot0 + dot1
     }
 
     /// The solves of [`IncompleteBlockLdl::sweep`] one step at a time, for a caller that
-    /// runs the two parts on threads of its own (`super::crew`), and the forward solve's
-    /// vector `y` (by rows of `A`) they use.
-    pub(crate) fn part_solves(&mut self) -> (PartSolves<'_>, &mut [Vec3A]) {
+    /// runs the two parts on threads of its own (`super::crew`), and the vectors they use
+    /// (by rows of `A`): the forward solve's `y` and the backward solve's working vector.
+    pub(crate) fn part_solves(&mut self) -> (PartSolves<'_>, &mut [Vec3A], &mut [Vec3A]) {
         let IncompleteBlockLdl {
-            pat, l, d_inv, y, ..
+            pat,
+            l,
+            d_inv,
+            y,
+            x,
+            ..
         } = self;
         let ldl = Solves { pat, l, d_inv };
-        (PartSolves { ldl }, &mut y[..])
+        (PartSolves { ldl }, &mut y[..], &mut x[..])
     }
 }
 
@@ -721,38 +744,47 @@ impl PartSolves<'_> {
         a..b
     }
 
-    /// The forward solve of part `p`; `y` and `out` hold its rows ([`Self::natural_rows`]).
+    /// The forward solve of part `p`; `y` and the working vector `x` hold its rows
+    /// ([`Self::natural_rows`]).
     pub(crate) fn forward_part(
         &self,
         p: usize,
         sweep: &mut impl Sweep,
         y: &mut [Vec3A],
-        out: &mut [Vec3],
+        x: &mut [Vec3A],
     ) {
         let base = self.natural_rows(p).start;
         self.ldl
-            .forward(self.ldl.pat.part_rows(p), sweep, (y, out), base);
+            .forward(self.ldl.pat.part_rows(p), sweep, (y, x), base);
     }
 
     /// The separator's forward and backward solves (after both parts' forward solves);
-    /// `y` and `out` are whole. Returns the separator's sum of [`Sweep::finish`] terms.
+    /// `y`, the working vector `x` and `out` are whole. Returns the separator's sum of
+    /// [`Sweep::finish`] terms.
     pub(crate) fn separator(
         &self,
         sweep: &mut impl Sweep,
         y: &mut [Vec3A],
+        x: &mut [Vec3A],
         out: &mut [Vec3],
     ) -> f64 {
         let rows = self.ldl.pat.separator_start()..self.ldl.pat.num_rows();
-        self.ldl.forward(rows.clone(), sweep, (y, out), 0);
-        self.ldl.backward(rows, sweep, out, 0)
+        self.ldl.forward(rows.clone(), sweep, (y, &mut *x), 0);
+        self.ldl.backward(rows, sweep, (x, out), 0)
     }
 
-    /// The backward solve of part `p` (after the separator's); `out` holds its rows.
-    /// Returns the part's sum of [`Sweep::finish`] terms.
-    pub(crate) fn backward_part(&self, p: usize, sweep: &mut impl Sweep, out: &mut [Vec3]) -> f64 {
+    /// The backward solve of part `p` (after the separator's); the working vector `x` and
+    /// `out` hold its rows. Returns the part's sum of [`Sweep::finish`] terms.
+    pub(crate) fn backward_part(
+        &self,
+        p: usize,
+        sweep: &mut impl Sweep,
+        x: &mut [Vec3A],
+        out: &mut [Vec3],
+    ) -> f64 {
         let base = self.natural_rows(p).start;
         self.ldl
-            .backward(self.ldl.pat.part_rows(p), sweep, out, base)
+            .backward(self.ldl.pat.part_rows(p), sweep, (x, out), base)
     }
 }
 
@@ -782,7 +814,7 @@ impl Solves<'_> {
         &self,
         rows: Range<usize>,
         sweep: &mut impl Sweep,
-        (y, w): (&mut [Vec3A], &mut [Vec3]),
+        (y, w): (&mut [Vec3A], &mut [Vec3A]),
         base: usize,
     ) {
         let pat = self.pat;
@@ -794,33 +826,34 @@ impl Solves<'_> {
                 acc -= *lb * y[c as usize - base];
             }
             y[v - base] = acc;
-            w[v - base] = (self.d_inv[i] * acc).into();
+            w[v - base] = self.d_inv[i] * acc;
         }
     }
 
     /// The backward solve `(I + L)ᵀ x = w` for the factor rows `rows`, descending: `x_v = w_v`,
-    /// then `w_c −= L_icᵀ x_v` for the row's blocks, then `w_v` becomes
-    /// `sweep.finish(v, x_v).0`; returns the sum of the `.1`, in that order. `w` holds the
-    /// rows of `A` from `base` on.
+    /// then `w_c −= L_icᵀ x_v` for the row's blocks, then `out_v = sweep.finish(v, x_v).0`;
+    /// returns the sum of the `.1`, in that order. `w` (the working vector, `D⁻¹ y` from the
+    /// forward solve; its row `v` is spent once row `v` is done) and `out` hold the rows of `A`
+    /// from `base` on.
     fn backward(
         &self,
         rows: Range<usize>,
         sweep: &mut impl Sweep,
-        w: &mut [Vec3],
+        (w, out): (&mut [Vec3A], &mut [Vec3]),
         base: usize,
     ) -> f64 {
         let pat = self.pat;
         let mut sum = 0.0;
         for i in rows.rev() {
             let v = pat.perm[i] as usize;
-            let xi = Vec3A::from(w[v - base]);
+            let xi = w[v - base];
             let row = pat.lower(i);
             for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
                 let wc = &mut w[c as usize - base];
-                *wc = (Vec3A::from(*wc) - lb.transpose() * xi).into();
+                *wc -= lb.transpose() * xi;
             }
             let (x, term) = sweep.finish(v, xi.into());
-            w[v - base] = x;
+            out[v - base] = x;
             sum += term;
         }
         sum

@@ -9,12 +9,12 @@
 //! |---|---|---|---|
 //! | direction `c = S (s + β c)` | one a chunk | `c` (its chunk) | `s` (its chunk) |
 //! | product `q = S A c`, `c · q` | one a chunk | `q` (its chunk), its chunk's sum | `c` (all) |
-//! | forward solve of a part, with `dv += α c`, `r −= α q` | parts 0, 1 | `dv`, `r`, `y`, `s` (the part's) | `c`, `q` (all) |
-//! | backward solve of a part, filter, `r · s` | parts 0, 1 | `s`, `dv`, `r` (the part's; `dv`, `r` only read), its part's sum | `c`, `q` (all, unused) |
+//! | forward solve of a part, with `dv += α c`, `r −= α q` | parts 0, 1 | `dv`, `r`, `y`, `x` (the part's) | `c`, `q` (all) |
+//! | backward solve of a part, filter, `r · s` | parts 0, 1 | `x`, `s`, `dv`, `r` (the part's; `dv`, `r` only read), its part's sum | `c`, `q` (all, unused) |
 //!
 //! Between the product and the forward phase the leader forms `c · q` (the chunk sums in
 //! chunk order, as [`super::reduce::sum_chunks_mut`] adds them) and `α`; between the forward
-//! and the backward phase it runs the separator's two solves (whole `y`, `s`; the separator's
+//! and the backward phase it runs the separator's two solves (whole `y`, `x`, `s`; the separator's
 //! `dv`, `r`); after the backward phase it forms `r · s` (separator, part 0, part 1: the order
 //! of [`IncompleteBlockLdl::sweep`]) and `β`. Every row's arithmetic and every sum's order
 //! are those of the passes in [`super::pcg`] (the same functions run them), so the iterates
@@ -80,6 +80,8 @@ struct CrewSolve<'a, F: FilterSet> {
     s: SharedRows<'a, Vec3>,
     /// The forward solve's `y`, by rows of `A`.
     y: SharedRows<'a, Vec3A>,
+    /// The backward solve's working vector `x`, by rows of `A`.
+    x: SharedRows<'a, Vec3A>,
     /// `α` and `β` as `f32` bits, stored by the leader before it opens a phase.
     alpha: AtomicU32,
     beta: AtomicU32,
@@ -125,8 +127,12 @@ impl<F: FilterSet> CrewSolve<'_, F> {
         // rule 2), so the leader's borrows are the only ones.
         unsafe {
             let mut sweep = self.update_sweep(self.parts.separator_rows());
-            self.parts
-                .separator(&mut sweep, self.y.rows_mut(0..n), self.s.rows_mut(0..n))
+            self.parts.separator(
+                &mut sweep,
+                self.y.rows_mut(0..n),
+                self.x.rows_mut(0..n),
+                self.s.rows_mut(0..n),
+            )
         }
     }
 }
@@ -218,22 +224,23 @@ impl<F: FilterSet> Phases for CrewSolve<'_, F> {
             }
             FORWARD => {
                 let rows = self.parts.natural_rows(task);
-                // SAFETY: table row "forward": the part's rows of `dv`, `r`, `y`, `s`
+                // SAFETY: table row "forward": the part's rows of `dv`, `r`, `y`, `x`
                 // mutably (the parts are disjoint, asserted in `iterate`), `c` and `q` shared (no task writes them).
                 unsafe {
                     let mut sweep = self.update_sweep(rows.clone());
-                    let (y, s) = (self.y.rows_mut(rows.clone()), self.s.rows_mut(rows));
-                    self.parts.forward_part(task, &mut sweep, y, s);
+                    let (y, x) = (self.y.rows_mut(rows.clone()), self.x.rows_mut(rows));
+                    self.parts.forward_part(task, &mut sweep, y, x);
                 }
             }
             BACKWARD => {
                 let rows = self.parts.natural_rows(task);
-                // SAFETY: table row "backward": the part's rows of `s`, `dv`, `r` mutably
-                // (the parts are disjoint, asserted in `iterate`), `c` and `q` shared (no task writes them).
+                // SAFETY: table row "backward": the part's rows of `x`, `s`, `dv`, `r`
+                // mutably (the parts are disjoint, asserted in `iterate`), `c` and `q` shared
+                // (no task writes them).
                 let sum = unsafe {
                     let mut sweep = self.update_sweep(rows.clone());
-                    self.parts
-                        .backward_part(task, &mut sweep, self.s.rows_mut(rows))
+                    let (x, s) = (self.x.rows_mut(rows.clone()), self.s.rows_mut(rows));
+                    self.parts.backward_part(task, &mut sweep, x, s)
                 };
                 self.part_sums[task].store(sum.to_bits(), Ordering::Relaxed);
             }
@@ -259,7 +266,7 @@ pub(super) fn iterate<F: FilterSet>(
 ) -> f64 {
     let n = vectors.c.len();
     let chunks = num_chunks(n);
-    let (parts, y) = factor.part_solves();
+    let (parts, y, x) = factor.part_solves();
     // The SAFETY arguments of the forward and backward tasks rest on the two parts being
     // disjoint ranges of the `n` rows; the split guarantees it, and this keeps a broken split
     // from becoming overlapping `&mut` rows.
@@ -278,6 +285,7 @@ pub(super) fn iterate<F: FilterSet>(
         q: SharedRows::new(vectors.q),
         s: SharedRows::new(vectors.s),
         y: SharedRows::new(y),
+        x: SharedRows::new(x),
         alpha: AtomicU32::new(0),
         beta: AtomicU32::new(0),
         chunk_sums: [const { Padded(AtomicU64::new(0)) }; BATCH_CHUNKS],
