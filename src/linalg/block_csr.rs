@@ -109,18 +109,14 @@ impl BlockCsr {
         // bits are the same; the loads are 3 instead of 9 ([`load4`]). Always inlined: the
         // solver's product pass compiles it into its AVX copy (`super::isa`).
         let blocks: &[[f32; 9]] = bytemuck::cast_slice(&self.values[range]);
-        let xs: &[f32] = bytemuck::cast_slice(x);
         let mut acc = Vec4::ZERO;
         for (b, &j) in blocks.iter().zip(cols) {
-            let k = 3 * j as usize;
-            // x_j with one 4-lane load (lane 3 ignored) where a fourth float follows it.
-            let xj = match xs.get(k..k + 4) {
-                Some(four) => Vec4::from_slice(four),
-                None => x[j as usize].extend(0.0),
-            };
-            let mut mx = load4(&b[0..4]) * xj.xxxx();
-            mx += load4(&b[3..7]) * xj.yyyy();
-            mx += load4(&b[5..9]).yzww() * xj.zzzz();
+            // Each component of x_j broadcast from its own float (in the AVX copy, one
+            // `vbroadcastss` from memory each), one bounds check a block.
+            let xj = x[j as usize];
+            let mut mx = load4(&b[0..4]) * Vec4::splat(xj.x);
+            mx += load4(&b[3..7]) * Vec4::splat(xj.y);
+            mx += load4(&b[5..9]).yzww() * Vec4::splat(xj.z);
             acc += mx;
         }
         acc.truncate()
