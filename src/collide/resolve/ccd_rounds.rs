@@ -105,7 +105,7 @@ impl ClothCollision {
         self.v_searched.copy_from_slice(&self.v);
         self.update_end_positions(h);
         if any_changed {
-            self.update_candidates(candidates, settings, Reach::Swept, stats);
+            self.update_candidates(candidates, found, settings, Reach::Swept, stats);
         }
         // All candidates are tested in parallel against the velocities at the
         // start of the round; the serial pass then visits them in order and
