@@ -986,6 +986,16 @@ impl PairWorkspace {
     /// Runs `fill(primitives, buffer)` over fixed chunks of `0..n` (in parallel for large `n`), then
     /// concatenates the chunk buffers in chunk order.
     fn run_chunked(&mut self, n: usize, fill: impl Fn(Range<u32>, &mut Vec<(u32, u32)>) + Sync) {
+        self.run_chunked_from(n, PARALLEL_MIN_PRIMITIVES, fill);
+    }
+
+    /// [`PairWorkspace::run_chunked`], in parallel from `parallel_min` items.
+    fn run_chunked_from(
+        &mut self,
+        n: usize,
+        parallel_min: usize,
+        fill: impl Fn(Range<u32>, &mut Vec<(u32, u32)>) + Sync,
+    ) {
         let num_chunks = n.div_ceil(PAIR_CHUNK);
         let mut grew = false;
         if self.chunks.len() < num_chunks {
@@ -1002,7 +1012,7 @@ impl PairWorkspace {
             buf.grew = buf.pairs.capacity() != capacity;
         };
         let active = &mut self.chunks[..num_chunks];
-        if n >= PARALLEL_MIN_PRIMITIVES && parallel_here() {
+        if n >= parallel_min && parallel_here() {
             active.par_iter_mut().enumerate().for_each(work);
         } else {
             active.iter_mut().enumerate().for_each(work);
@@ -1124,23 +1134,54 @@ pub fn cross_pairs(bvh_a: &Bvh, bvh_b: &Bvh, ws: &mut PairWorkspace) {
 /// written to `ws` in query order, each query's partners ascending.
 ///
 /// The incremental search of a collision stage: after some vertices changed, only the primitives
-/// holding them are queried. Chunks of [`PAIR_CHUNK`] queries, in parallel above
-/// [`PARALLEL_MIN_PRIMITIVES`] queries, concatenated in chunk order: the same output for any thread
-/// count. No allocation unless [`PairWorkspace::grew`].
+/// holding them are queried. Like [`self_pairs`], up to [`SELF_QUERY_GROUP`] consecutive queries
+/// that lie together traverse the tree once with their boxes' union, each then keeping the found
+/// leaves that meet its own box (the leaf test a query of its own applies): the same partners,
+/// sorted the same way. Chunks of [`PAIR_CHUNK`] queries, in parallel from two chunks (the
+/// queries of an update are few but each costs a traversal), concatenated in chunk order: the
+/// same output for any thread count. No allocation unless [`PairWorkspace::grew`].
 pub fn self_pairs_of<F>(bvh: &Bvh, queries: &[u32], keep: &F, ws: &mut PairWorkspace)
 where
     F: Fn(u32, u32) -> bool + Sync + ?Sized,
 {
-    ws.run_chunked(queries.len(), |range, out| {
-        for &i in &queries[range.start as usize..range.end as usize] {
-            let query = bvh.primitive_box(i as usize);
-            let start = out.len();
-            traverse(bvh, &query, 0, |j, _| {
-                if j != i && keep(i, j) {
-                    out.push((i, j));
-                }
+    ws.run_chunked_from(queries.len(), PAIR_CHUNK + 1, |range, out| {
+        let chunk = &queries[range.start as usize..range.end as usize];
+        for group in chunk.chunks(SELF_QUERY_GROUP as usize) {
+            let (union, area) = group.iter().fold((Aabb::EMPTY, 0.0), |(u, a), &i| {
+                let b = bvh.primitive_box(i as usize);
+                (u.union(&b), a + b.surface_area())
             });
-            sort_tail(out, start);
+            if group.len() == 1 || union.surface_area() > area {
+                for &i in group {
+                    let query = bvh.primitive_box(i as usize);
+                    let start = out.len();
+                    traverse(bvh, &query, 0, |j, _| {
+                        if j != i && keep(i, j) {
+                            out.push((i, j));
+                        }
+                    });
+                    sort_tail(out, start);
+                }
+                continue;
+            }
+            // The leaves meeting the group's box, held at the end of `out` as (primitive, leaf
+            // node) while each member picks its partners from them.
+            let hits = out.len();
+            let nodes = &bvh.nodes;
+            traverse(bvh, &union, 0, |j, node| out.push((j, node)));
+            let found = out.len();
+            for &i in group {
+                let query = bvh.primitive_box(i as usize);
+                let start = out.len();
+                for k in hits..found {
+                    let (j, node) = out[k];
+                    if j != i && nodes[node as usize].overlaps(&query) && keep(i, j) {
+                        out.push((i, j));
+                    }
+                }
+                sort_tail(out, start);
+            }
+            out.drain(hits..found);
         }
     });
 }

@@ -50,15 +50,30 @@ impl ClothCollision {
     /// culled at `reach`. The result is the list a full search at `reach` would give (up to the
     /// looser cull the kept tests had), in a fixed order: kept tests in their order, then the
     /// new ones in query order.
+    ///
+    /// `scratch` holds, per listed test, whether it is kept: set in parallel chunks
+    /// ([`detect_parallel`]), then the kept tests are moved down in order on the calling thread
+    /// (what `retain` does, without its per-test look-ups of the changed vertices).
     pub(super) fn update_candidates(
         &mut self,
         candidates: &mut ArenaVec<'_, Candidate>,
+        scratch: &mut ArenaVec<'_, bool>,
         settings: &CollisionSettings,
         reach: Reach,
         stats: &mut CollisionStats,
     ) {
         let changed = &self.changed;
-        candidates.retain(|c| !c.verts.iter().any(|&i| changed[i as usize]));
+        stats.pool_grew |= detect_parallel(candidates, scratch, |c| {
+            !c.verts.iter().any(|&i| changed[i as usize])
+        });
+        let mut kept = 0;
+        for k in 0..candidates.len() {
+            if scratch[k] {
+                candidates[kept] = candidates[k];
+                kept += 1;
+            }
+        }
+        candidates.truncate(kept);
         self.changed_tris.clear();
         for (t, (tri, flag)) in self.tris.iter().zip(&mut self.tri_changed).enumerate() {
             *flag = tri.iter().any(|&i| changed[i as usize]);
@@ -124,26 +139,31 @@ impl ClothCollision {
             analytic && !self.leave_out.is_empty() && self.leave_out.iter().all(|&l| l);
         let has_obstacles = self.obstacle_bvh.is_some() && !all_left_out;
         let searched = if has_obstacles { self.x0.len() } else { n };
-        for (l, layer) in self.layers[..num_layers].iter_mut().enumerate() {
-            let (inflate, self_margins, cross_margins) = settings_of[l];
-            let x1 = if l == 0 { &self.x1 } else { &self.x0 };
-            vertex_boxes(
-                &self.x0[..searched],
-                &x1[..searched],
-                &mut layer.points[..searched],
-            );
-            triangle_boxes_of_points(&layer.points, &self.tris, 0, inflate, &mut layer.tris);
-            // Edge boxes grown by half the cloth–cloth margin: two overlap iff the edges are
-            // within the margin. Obstacle edges take the rest of the (larger) cloth–obstacle
-            // margin.
-            edge_boxes(
-                &layer.points,
-                &self.edges,
-                0,
-                0.5 * self_margins.edge_edge,
-                &mut layer.edges,
-            );
-            if has_obstacles {
+        // The point–triangle margin reaches from the triangle's own box ([`margin`]); the
+        // layer's triangle boxes are already inflated by `inflate`.
+        let margins = |k: usize| {
+            settings_of.map(|(inflate, self_m, cross_m)| {
+                let m = if k == 0 { self_m } else { cross_m };
+                (m.point_triangle - inflate).max(0.0)
+            })
+        };
+        // The cloth's boxes of every layer, the trees' boxes (the layers' union) and, with two
+        // layers, the boxes holding both layers' reaches ([`EitherLayer`]): one pass over the
+        // vertices, one over the triangles, one over the edges ([`cloth_boxes`]).
+        let grow =
+            settings_of.map(|(inflate, self_margins, _)| (inflate, 0.5 * self_margins.edge_edge));
+        cloth_boxes(
+            (&self.x0[..searched], &self.x1[..searched]),
+            (&self.tris, &self.edges),
+            &mut self.layers[..num_layers],
+            &mut self.boxes,
+            &mut self.either,
+            grow,
+            margins(0),
+        );
+        if has_obstacles {
+            for (l, layer) in self.layers[..num_layers].iter_mut().enumerate() {
+                let (inflate, self_margins, cross_margins) = settings_of[l];
                 // Obstacle boxes also grow by the obstacles' own thickness.
                 triangle_boxes_of_points(
                     &layer.points,
@@ -190,7 +210,6 @@ impl ClothCollision {
                 out.copy_from_slice(a);
             }
         };
-        union(&mut self.boxes, &first.tris, &second.tris);
         // The full self query uses the wide tree; the binary one serves the updates' queries
         // and the obstacle pairs' cloth boxes, and is refitted only for them.
         let wide_query = !incremental && settings.self_collision;
@@ -200,27 +219,9 @@ impl ClothCollision {
         if incremental || has_obstacles {
             self.bvh.refit(&self.boxes);
         }
-        // The point–triangle margin reaches from the triangle's own box ([`margin`]); the
-        // layer's triangle boxes are already inflated by `inflate`.
-        let margins = |k: usize| {
-            settings_of.map(|(inflate, self_m, cross_m)| {
-                let m = if k == 0 { self_m } else { cross_m };
-                (m.point_triangle - inflate).max(0.0)
-            })
-        };
         // With two layers, one box per cloth triangle and edge holding both layers' reaches:
         // a test neither layer passes (most of them) is culled by one overlap instead of two.
-        let either = (num_layers == 2 && settings.self_collision).then(|| {
-            let [pm_swept, pm_start] = margins(0);
-            let either = &mut self.either;
-            for_each_chunk(&mut either.tris[..], |k, out| {
-                for ((o, a), b) in out.iter_mut().zip(&first.tris[k..]).zip(&second.tris[k..]) {
-                    *o = a.inflate(pm_swept).union(&b.inflate(pm_start));
-                }
-            });
-            union(&mut either.edges, &first.edges, &second.edges);
-            &self.either
-        });
+        let either = (num_layers == 2 && settings.self_collision).then_some(&self.either);
         let cloth = MeshView {
             tris: &self.tris,
             edges: &self.edges,
@@ -764,6 +765,105 @@ impl FeatureMargins {
         Self {
             point_triangle: margin(Kind::PointTriangle, eta),
             edge_edge: margin(Kind::EdgeEdge, eta),
+        }
+    }
+}
+
+/// The boxes of a search over the cloth (and, in `points`, the obstacle vertices too): per layer
+/// of `layers` (one or two; [`LayerBoxes`]) the vertices' boxes (layer 0 from `x.0` to `x.1`, layer
+/// 1 at `x.0`), the triangles' boxes from their corners' grown by `grow[l].0`, the edges' grown by
+/// `grow[l].1`; the trees' boxes `tree` (the layers' union, or layer 0's), and with two layers
+/// the [`EitherLayer`] boxes (each layer's triangle box grown by its point margin
+/// `point_margin[l]`, united; the edges' union). The same values, computed the same way, as
+/// [`vertex_boxes`], [`triangle_boxes_of_points`] and [`edge_boxes`] per layer followed by the
+/// unions, in three passes (vertices, triangles, edges) instead of one per array. In fixed
+/// chunks, like [`vertex_boxes`]: each box is written once.
+fn cloth_boxes(
+    x: (&[Vec3], &[Vec3]),
+    mesh: (&[[u32; 3]], &[[u32; 2]]),
+    layers: &mut [LayerBoxes],
+    tree: &mut [Aabb],
+    either: &mut EitherLayer,
+    grow: [(f32, f32); 2],
+    point_margin: [f32; 2],
+) {
+    let (x0, x1) = x;
+    let (tris, edges) = mesh;
+    let [(inflate0, edge0), (inflate1, edge1)] = grow;
+    let [pm0, pm1] = point_margin;
+    let searched = x0.len();
+    match layers {
+        [] => {}
+        [l0] => {
+            vertex_boxes(x0, x1, &mut l0.points[..searched]);
+            let p0 = &l0.points;
+            for_each_chunk((&mut l0.tris[..], tree), |first, (t0, u)| {
+                for ((o0, o), t) in t0.iter_mut().zip(u.iter_mut()).zip(&tris[first..]) {
+                    let [a, b, c] = t.map(|v| &p0[v as usize]);
+                    *o0 = a.union(b).union(c).inflate(inflate0);
+                    *o = *o0;
+                }
+            });
+            edge_boxes(p0, edges, 0, edge0, &mut l0.edges);
+        }
+        // A search has one or two layers ([`Reach`]).
+        [l0, l1, ..] => {
+            for_each_chunk(
+                (&mut l0.points[..searched], &mut l1.points[..searched]),
+                |first, (q0, q1)| {
+                    for (k, (o0, o1)) in q0.iter_mut().zip(q1.iter_mut()).enumerate() {
+                        let (a, b) = (x0[first + k], x1[first + k]);
+                        *o0 = Aabb::from_points(&[a, b]);
+                        *o1 = Aabb::from_points(&[a, a]);
+                    }
+                },
+            );
+            let (p0, p1) = (&l0.points, &l1.points);
+            for_each_chunk(
+                (
+                    (&mut l0.tris[..], &mut l1.tris[..]),
+                    (tree, &mut either.tris[..]),
+                ),
+                |first, ((t0, t1), (u, e))| {
+                    for ((((o0, o1), o), oe), t) in t0
+                        .iter_mut()
+                        .zip(t1.iter_mut())
+                        .zip(u.iter_mut())
+                        .zip(e.iter_mut())
+                        .zip(&tris[first..])
+                    {
+                        let [a, b, c] = t.map(|v| &p0[v as usize]);
+                        let b0 = a.union(b).union(c).inflate(inflate0);
+                        let [a, b, c] = t.map(|v| &p1[v as usize]);
+                        let b1 = a.union(b).union(c).inflate(inflate1);
+                        *o0 = b0;
+                        *o1 = b1;
+                        *o = b0.union(&b1);
+                        *oe = b0.inflate(pm0).union(&b1.inflate(pm1));
+                    }
+                },
+            );
+            for_each_chunk(
+                (
+                    (&mut l0.edges[..], &mut l1.edges[..]),
+                    &mut either.edges[..],
+                ),
+                |first, ((e0, e1), u)| {
+                    for (((o0, o1), o), e) in e0
+                        .iter_mut()
+                        .zip(e1.iter_mut())
+                        .zip(u.iter_mut())
+                        .zip(&edges[first..])
+                    {
+                        let [a, b] = e.map(|v| v as usize);
+                        let b0 = p0[a].union(&p0[b]).inflate(edge0);
+                        let b1 = p1[a].union(&p1[b]).inflate(edge1);
+                        *o0 = b0;
+                        *o1 = b1;
+                        *o = b0.union(&b1);
+                    }
+                },
+            );
         }
     }
 }

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::linalg::reduce::sum_chunks_mut;
 
 impl ClothCollision {
     /// Up to `ccd_rounds` CCD rounds on the substep's list (and, after each round's list, the
@@ -90,22 +91,32 @@ impl ClothCollision {
         // again: after the first round, the changed ones and those of the previous round's hits
         // (a candidate with none of them has exactly the inputs it had then, when it did not hit,
         // so it cannot hit now); in the first round, all.
-        let mut any_changed = false;
-        for (((c, d), (v, w)), t) in self
-            .changed
-            .iter_mut()
-            .zip(self.dirty.iter_mut())
-            .zip(self.v.iter().zip(&self.v_searched))
-            .zip(&self.touched)
-        {
-            *c = v.to_array().map(f32::to_bits) != w.to_array().map(f32::to_bits);
-            any_changed |= *c;
-            *d = !after_a_round || *c || *t;
-        }
-        self.v_searched.copy_from_slice(&self.v);
-        self.update_end_positions(h);
-        if any_changed {
-            self.update_candidates(candidates, settings, Reach::Swept, stats);
+        // One pass in fixed chunks (each vertex's flags, searched velocity and end position are
+        // its own): the count of changed vertices is a sum of integers, exact in any order.
+        let (v, x0, touched) = (&self.v, &self.x0, &self.touched);
+        let outputs = (
+            (&mut self.changed[..], &mut self.dirty[..]),
+            (&mut self.v_searched[..], &mut self.x1[..]),
+        );
+        let num_changed = sum_chunks_mut(outputs, |first, ((changed, dirty), (searched, x1))| {
+            let mut count = 0u32;
+            for (k, ((c, d), (w, e))) in changed
+                .iter_mut()
+                .zip(dirty.iter_mut())
+                .zip(searched.iter_mut().zip(x1.iter_mut()))
+                .enumerate()
+            {
+                let i = first + k;
+                *c = v[i].to_array().map(f32::to_bits) != w.to_array().map(f32::to_bits);
+                count += u32::from(*c);
+                *d = !after_a_round || *c || touched[i];
+                *w = v[i];
+                *e = x0[i] + h * v[i];
+            }
+            f64::from(count)
+        });
+        if num_changed > 0.0 {
+            self.update_candidates(candidates, found, settings, Reach::Swept, stats);
         }
         // All candidates are tested in parallel against the velocities at the
         // start of the round; the serial pass then visits them in order and
@@ -126,8 +137,8 @@ impl ClothCollision {
         self.touched.fill(false);
         let mut hits = 0;
         for (c, &found) in candidates.iter().zip(found.iter()) {
-            let touched = c.verts.iter().any(|&i| self.touched[i as usize]);
-            if !found && !touched {
+            // No vertex is touched before the pass's first hit.
+            if !found && (hits == 0 || !c.verts.iter().any(|&i| self.touched[i as usize])) {
                 continue;
             }
             let start = self.positions(c, &self.x0);

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use glam::Vec3;
 
+use crate::linalg::reduce::for_each_chunk;
+
 /// A search whose bounds from the reference left more than this fraction of the tests they
 /// were kept for to the full computation makes the next substep's search set a new reference.
 const REFRESH_FRACTION: u32 = 4;
@@ -144,6 +146,12 @@ impl ReferenceBounds {
 /// one out keeps a common translation out of the stored values, so their rounding is relative to
 /// the deviations, not to the translation). Returns the largest `|out[i]|`, or `+∞` when an
 /// input is not finite.
+///
+/// In fixed chunks of vertices, in parallel for many ([`for_each_chunk`]): each output is its
+/// vertex's, and each chunk's largest squared length is folded into the result by the largest bit
+/// pattern. The squared lengths are `+0` or positive or NaN, whose bit patterns order as their
+/// values with every NaN above `+∞`, so the result is the largest, or NaN when one is, whatever
+/// the order the chunks finish in.
 fn deviations(a: &[Vec3], b: &[Vec3], out: &mut [Vec3]) -> f64 {
     let Some(c) = a
         .first()
@@ -152,18 +160,23 @@ fn deviations(a: &[Vec3], b: &[Vec3], out: &mut [Vec3]) -> f64 {
     else {
         return 0.0;
     };
-    let mut largest = 0.0f64;
-    for ((o, p), q) in out.iter_mut().zip(a).zip(b) {
-        let e = (p.as_dvec3() - q.as_dvec3()) - c;
-        let l = e.length_squared();
-        // NaN is kept: `+∞` below.
-        largest = if l > largest || l.is_nan() {
-            l
-        } else {
-            largest
-        };
-        *o = e.as_vec3();
-    }
+    let largest_bits = AtomicU64::new(0.0f64.to_bits());
+    for_each_chunk(out, |first, out| {
+        let mut largest = 0.0f64;
+        for ((o, p), q) in out.iter_mut().zip(&a[first..]).zip(&b[first..]) {
+            let e = (p.as_dvec3() - q.as_dvec3()) - c;
+            let l = e.length_squared();
+            // NaN is kept: `+∞` below.
+            largest = if l > largest || l.is_nan() {
+                l
+            } else {
+                largest
+            };
+            *o = e.as_vec3();
+        }
+        largest_bits.fetch_max(largest.to_bits(), Ordering::Relaxed);
+    });
+    let largest = f64::from_bits(largest_bits.into_inner());
     if largest.is_finite() {
         largest.sqrt()
     } else {

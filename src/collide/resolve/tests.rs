@@ -618,7 +618,14 @@ fn incremental_search_finds_what_a_full_search_finds() {
         cc.changed[i] = true;
     }
     cc.update_end_positions(h);
-    cc.update_candidates(&mut updated, &settings, Reach::Swept, &mut stats);
+    let mut scratch = ArenaVec::new_in(&arena);
+    cc.update_candidates(
+        &mut updated,
+        &mut scratch,
+        &settings,
+        Reach::Swept,
+        &mut stats,
+    );
     let mut fresh = ArenaVec::new_in(&arena);
     cc.find_candidates(&mut fresh, &settings, Reach::Swept, &mut stats);
     let a: HashSet<_> = updated.iter().map(|c| key(c.kind, c.verts)).collect();
