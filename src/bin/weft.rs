@@ -964,8 +964,8 @@ fn bench(path: &Path, frames: Option<u32>) -> Result<(), Failure> {
 
 /// Every timed row of `weft bench` with its per-frame values (ms): the stages `models` go
 /// through, the collision sub-stages indented under the stage that holds them (`collide`, or
-/// `solve` for a run of isometric cloths only, whose step runs its own collision passes), and
-/// the whole frame.
+/// `solve` for a run of isometric cloths only, whose step runs its own collision passes), the
+/// frame less its stages (`unstaged`), and the whole frame.
 fn stage_columns(all: &[FrameStats], models: stats_csv::Models) -> Vec<(String, Vec<f64>)> {
     let mut rows = Vec::new();
     let holder = if models.baraff_witkin {
@@ -989,6 +989,15 @@ fn stage_columns(all: &[FrameStats], models: stats_csv::Models) -> Vec<(String, 
             }
         }
     }
+    // What a frame spends in no stage (step control's measures and backup, the per-substep
+    // set-up, the end-of-frame strain check), frame by frame: the stages' medians do not add up
+    // to the frame's median, so their difference does not measure it.
+    rows.push((
+        "unstaged".into(),
+        all.iter()
+            .map(|x| x.frame_ms - models.stages().map(|s| x.stage_ms.get(s)).sum::<f64>())
+            .collect(),
+    ));
     rows.push(("frame".into(), all.iter().map(|x| x.frame_ms).collect()));
     rows
 }
