@@ -799,8 +799,7 @@ fn cloth_boxes(
             let p0 = &l0.points;
             for_each_chunk((&mut l0.tris[..], tree), |first, (t0, u)| {
                 for ((o0, o), t) in t0.iter_mut().zip(u.iter_mut()).zip(&tris[first..]) {
-                    let [a, b, c] = t.map(|v| &p0[v as usize]);
-                    *o0 = a.union(b).union(c).inflate(inflate0);
+                    *o0 = triangle_box(p0, t, 0, inflate0);
                     *o = *o0;
                 }
             });
@@ -832,10 +831,8 @@ fn cloth_boxes(
                         .zip(e.iter_mut())
                         .zip(&tris[first..])
                     {
-                        let [a, b, c] = t.map(|v| &p0[v as usize]);
-                        let b0 = a.union(b).union(c).inflate(inflate0);
-                        let [a, b, c] = t.map(|v| &p1[v as usize]);
-                        let b1 = a.union(b).union(c).inflate(inflate1);
+                        let b0 = triangle_box(p0, t, 0, inflate0);
+                        let b1 = triangle_box(p1, t, 0, inflate1);
                         *o0 = b0;
                         *o1 = b1;
                         *o = b0.union(&b1);
@@ -855,9 +852,8 @@ fn cloth_boxes(
                         .zip(u.iter_mut())
                         .zip(&edges[first..])
                     {
-                        let [a, b] = e.map(|v| v as usize);
-                        let b0 = p0[a].union(&p0[b]).inflate(edge0);
-                        let b1 = p1[a].union(&p1[b]).inflate(edge1);
+                        let b0 = edge_box(p0, e, 0, edge0);
+                        let b1 = edge_box(p1, e, 0, edge1);
                         *o0 = b0;
                         *o1 = b1;
                         *o = b0.union(&b1);
@@ -893,10 +889,17 @@ pub(super) fn triangle_boxes_of_points(
 ) {
     for_each_chunk(out, |first, out| {
         for (o, t) in out.iter_mut().zip(&tris[first..]) {
-            let [a, b, c] = t.map(|v| &points[(v + offset) as usize]);
-            *o = a.union(b).union(c).inflate(grow);
+            *o = triangle_box(points, t, offset, grow);
         }
     });
+}
+
+/// The box of triangle `t` (vertex indices offset by `offset` into the shared space) from its
+/// corners' boxes `points`, grown by `grow`: [`triangle_boxes_of_points`] for one triangle.
+#[inline]
+fn triangle_box(points: &[Aabb], t: &[u32; 3], offset: u32, grow: f32) -> Aabb {
+    let [a, b, c] = t.map(|v| &points[(v + offset) as usize]);
+    a.union(b).union(c).inflate(grow)
 }
 
 /// `out[e]`: the box of edge `edges[e]` (vertex indices offset by `offset`
@@ -910,11 +913,18 @@ pub(super) fn edge_boxes(
 ) {
     for_each_chunk(out, |first, out| {
         for (o, e) in out.iter_mut().zip(&edges[first..]) {
-            *o = points[(e[0] + offset) as usize]
-                .union(&points[(e[1] + offset) as usize])
-                .inflate(grow);
+            *o = edge_box(points, e, offset, grow);
         }
     });
+}
+
+/// The box of edge `e` (vertex indices offset by `offset` into the shared space) from its ends'
+/// boxes `points`, grown by `grow`: [`edge_boxes`] for one edge.
+#[inline]
+fn edge_box(points: &[Aabb], e: &[u32; 2], offset: u32, grow: f32) -> Aabb {
+    points[(e[0] + offset) as usize]
+        .union(&points[(e[1] + offset) as usize])
+        .inflate(grow)
 }
 
 /// The vertices and edges one triangle owns ([`ownership`]): the features
