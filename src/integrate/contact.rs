@@ -44,7 +44,7 @@
 use glam::Vec3;
 
 pub use crate::collide::shapes::ColliderView;
-use crate::linalg::Filter;
+use crate::linalg::{Filter, reduce};
 
 /// A pinned vertex and where it must be at the end of the substep.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,6 +139,13 @@ impl Constraints {
     /// `h` from the state at its start (`x`, `v`), the pins and the colliders.
     /// `thickness` is η (m). Friction is applied after the solve
     /// ([`Constraints::resolve_after_solve`]).
+    ///
+    /// Every vertex is decided on its own ([`vertex_constraint`]), so the vertices run in
+    /// the fixed chunks of [`reduce::sum_chunks_mut`]; the active count is an integer sum,
+    /// exact in any order.
+    ///
+    /// # Panics
+    /// If `x` or `v` does not have one row per vertex of the buffers.
     pub fn build(
         &mut self,
         h: f32,
@@ -148,84 +155,46 @@ impl Constraints {
         colliders: &[ColliderView],
         thickness: f32,
     ) {
-        let band = 0.5 * thickness;
-        self.active = 0;
-        for i in 0..x.len() {
-            self.filters[i] = Filter::Free;
-            self.z[i] = Vec3::ZERO;
-            self.y[i] = Vec3::ZERO;
-            self.contact_count[i] = 0;
-            let mut count = 0usize;
-            // (η − d) of the deepest contact: positive pushes out to the offset,
-            // negative brings a vertex predicted to arrive down onto it.
-            let mut deepest = f32::MIN;
-            for (c, col) in colliders.iter().enumerate() {
-                let sp = col.shape.surface_point(&col.pose, x[i]);
-                let vs = col.motion.velocity_at(col.pose.translation, x[i]);
-                let approach = (v[i] - vs).dot(sp.normal);
-                let predicted = sp.distance + h * approach.min(0.0);
-                let keep = self.engaged_before[i] && sp.distance < thickness + band;
-                if predicted < thickness || keep {
-                    if count < MAX_CONTACTS {
-                        self.contacts[i][count] = Contact {
-                            collider: c as u32,
-                            normal: sp.normal,
-                            surface_velocity: vs,
-                        };
-                        count += 1;
-                    } else {
-                        count += 1;
+        let n = self.filters.len();
+        assert!(
+            x.len() == n && v.len() == n,
+            "Constraints::build: {} positions and {} velocities for {n} vertices",
+            x.len(),
+            v.len()
+        );
+        let engaged_before = &self.engaged_before[..];
+        let rows = (
+            &mut self.filters[..],
+            (
+                &mut self.z[..],
+                (
+                    &mut self.y[..],
+                    (&mut self.contacts[..], &mut self.contact_count[..]),
+                ),
+            ),
+        );
+        let active = reduce::sum_chunks_mut(
+            rows,
+            |first, (filters, (z, (y, (contacts, contact_count))))| {
+                let mut active = 0u32;
+                for k in 0..filters.len() {
+                    let i = first + k;
+                    let c =
+                        vertex_constraint(h, x[i], v[i], engaged_before[i], colliders, thickness);
+                    filters[k] = c.filter;
+                    z[k] = c.z;
+                    y[k] = c.y;
+                    contact_count[k] = c.recorded;
+                    if c.count > 0 {
+                        contacts[k] = c.contacts;
+                        active += c.count;
                     }
-                    deepest = deepest.max(thickness - sp.distance);
                 }
-            }
-            if count == 0 {
-                continue;
-            }
-            self.active += count as u32;
-            self.contact_count[i] = count.min(MAX_CONTACTS) as u8;
-            let c0 = self.contacts[i][0];
-            let vrel0 = c0.surface_velocity - v[i];
-            if count == 1 {
-                let n = c0.normal;
-                self.y[i] = deepest * n;
-                self.filters[i] = Filter::OneDirection(n);
-                self.z[i] = vrel0.dot(n) * n;
-            } else {
-                let c1 = self.contacts[i][1];
-                let p = c0.normal;
-                let q = c1.normal - c1.normal.dot(p) * p;
-                let ql = q.length();
-                if count > MAX_CONTACTS || ql < 1e-3 {
-                    // Wedged between surfaces (or two nearly parallel normals
-                    // pointing the same way): follow the first surface fully.
-                    self.filters[i] = if ql < 1e-3 && count <= MAX_CONTACTS {
-                        Filter::OneDirection(p)
-                    } else {
-                        Filter::Fixed
-                    };
-                    self.z[i] = match self.filters[i] {
-                        Filter::OneDirection(n) => vrel0.dot(n) * n,
-                        _ => vrel0,
-                    };
-                    self.y[i] = deepest * p;
-                    if ql < 1e-3 {
-                        self.contact_count[i] = 1;
-                    }
-                } else {
-                    let q = q / ql;
-                    let vrel1 = c1.surface_velocity - v[i];
-                    self.filters[i] = Filter::TwoDirections(p, q);
-                    // Normal velocities of both surfaces, expressed in the
-                    // orthonormal pair (p, q): solve [1 0; n1·p n1·q] w = [vrel0·p; vrel1·n1].
-                    let wp = vrel0.dot(p);
-                    let n1 = c1.normal;
-                    let wq = (vrel1.dot(n1) - wp * n1.dot(p)) / n1.dot(q);
-                    self.z[i] = wp * p + wq * q;
-                    self.y[i] = deepest * p;
-                }
-            }
-        }
+                f64::from(active)
+            },
+        );
+        // A sum of at most `n · colliders` small integers: exact in `f64`.
+        self.active = active as u32;
         for pin in pins {
             let i = pin.vertex as usize;
             self.filters[i] = Filter::Fixed;
@@ -279,6 +248,109 @@ impl Constraints {
             }
         }
     }
+}
+
+/// One vertex's filter, prescribed velocity change, offset and contacts for a substep.
+struct VertexConstraint {
+    filter: Filter,
+    z: Vec3,
+    y: Vec3,
+    /// Colliders within reach, counted beyond [`MAX_CONTACTS`].
+    count: u32,
+    /// Contacts kept for friction after the solve: `contacts[..recorded]`.
+    recorded: u8,
+    contacts: [Contact; MAX_CONTACTS],
+}
+
+/// The constraint of one vertex at `x` with velocity `v` (module doc): a contact with
+/// every collider it touches or is predicted to reach within η during the substep, or stays
+/// engaged with; the filter and `z` from the first one or two, `y` from the deepest.
+fn vertex_constraint(
+    h: f32,
+    x: Vec3,
+    v: Vec3,
+    engaged_before: bool,
+    colliders: &[ColliderView],
+    thickness: f32,
+) -> VertexConstraint {
+    let band = 0.5 * thickness;
+    let mut out = VertexConstraint {
+        filter: Filter::Free,
+        z: Vec3::ZERO,
+        y: Vec3::ZERO,
+        count: 0,
+        recorded: 0,
+        contacts: [Contact::default(); MAX_CONTACTS],
+    };
+    let mut count = 0usize;
+    // (η − d) of the deepest contact: positive pushes out to the offset,
+    // negative brings a vertex predicted to arrive down onto it.
+    let mut deepest = f32::MIN;
+    for (c, col) in colliders.iter().enumerate() {
+        let sp = col.shape.surface_point(&col.pose, x);
+        let vs = col.motion.velocity_at(col.pose.translation, x);
+        let approach = (v - vs).dot(sp.normal);
+        let predicted = sp.distance + h * approach.min(0.0);
+        let keep = engaged_before && sp.distance < thickness + band;
+        if predicted < thickness || keep {
+            if count < MAX_CONTACTS {
+                out.contacts[count] = Contact {
+                    collider: c as u32,
+                    normal: sp.normal,
+                    surface_velocity: vs,
+                };
+            }
+            count += 1;
+            deepest = deepest.max(thickness - sp.distance);
+        }
+    }
+    if count == 0 {
+        return out;
+    }
+    out.count = count as u32;
+    out.recorded = count.min(MAX_CONTACTS) as u8;
+    let c0 = out.contacts[0];
+    let vrel0 = c0.surface_velocity - v;
+    if count == 1 {
+        let n = c0.normal;
+        out.y = deepest * n;
+        out.filter = Filter::OneDirection(n);
+        out.z = vrel0.dot(n) * n;
+    } else {
+        let c1 = out.contacts[1];
+        let p = c0.normal;
+        let q = c1.normal - c1.normal.dot(p) * p;
+        let ql = q.length();
+        if count > MAX_CONTACTS || ql < 1e-3 {
+            // Wedged between surfaces (or two nearly parallel normals
+            // pointing the same way): follow the first surface fully.
+            out.filter = if ql < 1e-3 && count <= MAX_CONTACTS {
+                Filter::OneDirection(p)
+            } else {
+                Filter::Fixed
+            };
+            out.z = match out.filter {
+                Filter::OneDirection(n) => vrel0.dot(n) * n,
+                _ => vrel0,
+            };
+            out.y = deepest * p;
+            if ql < 1e-3 {
+                out.recorded = 1;
+            }
+        } else {
+            let q = q / ql;
+            let vrel1 = c1.surface_velocity - v;
+            out.filter = Filter::TwoDirections(p, q);
+            // Normal velocities of both surfaces, expressed in the
+            // orthonormal pair (p, q): solve [1 0; n1·p n1·q] w = [vrel0·p; vrel1·n1].
+            let wp = vrel0.dot(p);
+            let n1 = c1.normal;
+            let wq = (vrel1.dot(n1) - wp * n1.dot(p)) / n1.dot(q);
+            out.z = wp * p + wq * q;
+            out.y = deepest * p;
+        }
+    }
+    out
 }
 
 /// One friction coefficient per pair from both sides: the geometric mean
