@@ -105,6 +105,16 @@
 //! the cache. With whole 16-byte rows the store and the load are one instruction each and the
 //! load is forwarded. The arithmetic is the same (the fourth lane is never read), so are the
 //! bits.
+//!
+//! # The backward solve's scatter order
+//! Each row scatters its blocks in *descending* column order. A row's columns are distinct, so
+//! every `w_c` still gets one update from each row, and the updates of one `w_c` still come
+//! in descending rows: the order within a row changes no value. What it changes is the
+//! dependency chain between rows: the row solved next reads its `x` from `w`, and on a grid
+//! its own column is usually the largest of the row before it. Scattered last (ascending
+//! columns), that update waited behind the row's other blocks' work, and the next row with
+//! it; scattered first, the next row's `x` is ready while the rest of the row's stores
+//! drain. Measured in `docs/methods/filtered-pcg-cost.md`.
 
 //! # The symbolic factorisation
 //! In `F_ik = Ã_ik − Σ_{j<k} F_ij L_kjᵀ` only the `j` that rows `i` and `k` both hold add
@@ -835,6 +845,9 @@ impl Solves<'_> {
     /// returns the sum of the `.1`, in that order. `w` (the working vector, `D⁻¹ y` from the
     /// forward solve; its row `v` is spent once row `v` is done) and `out` hold the rows of `A`
     /// from `base` on.
+    ///
+    /// A row's blocks are scattered in descending column order (module doc, "The backward
+    /// solve's scatter order").
     fn backward(
         &self,
         rows: Range<usize>,
@@ -848,7 +861,9 @@ impl Solves<'_> {
             let v = pat.perm[i] as usize;
             let xi = w[v - base];
             let row = pat.lower(i);
-            for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
+            // Descending columns: the block of the row solved next (usually the last column)
+            // goes first, so that row's `x` is ready while the others are scattered.
+            for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]).rev() {
                 let wc = &mut w[c as usize - base];
                 *wc -= lb.transpose() * xi;
             }
