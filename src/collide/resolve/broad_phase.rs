@@ -774,7 +774,8 @@ impl FeatureMargins {
 /// 1 at `x.0`), the triangles' boxes from their corners' grown by `grow[l].0`, the edges' grown by
 /// `grow[l].1`; the trees' boxes `tree` (the layers' union, or layer 0's), and with two layers
 /// the [`EitherLayer`] boxes (each layer's triangle box grown by its point margin
-/// `point_margin[l]`, united; the edges' union). The same values, computed the same way, as
+/// `point_margin[l]`, united; the edges' union; per triangle the boxes of its owned features,
+/// `mesh.2`, [`owned_boxes`]). The same values, computed the same way, as
 /// [`vertex_boxes`], [`triangle_boxes_of_points`] and [`edge_boxes`] per layer followed by the
 /// unions, in three passes (vertices, triangles, edges) instead of one per array. In fixed
 /// chunks, like [`vertex_boxes`]: each box is written once.
@@ -1038,7 +1039,8 @@ impl EitherLayer {
     /// ([`emit_tests`]): no point `a` owns meets `b`'s reach, none `b` owns meets `a`'s, and
     /// the boxes of the edges each owns do not meet. The owned boxes hold the boxes each test
     /// is culled with, and boxes holding overlapping boxes overlap, so a pair this rejects
-    /// emits nothing: leaving it out of the pair list leaves the list of tests unchanged.
+    /// emits nothing: skipping it leaves the list of tests unchanged. Valid after a search
+    /// with two layers (the only searches with these boxes, [`MeshView::either`]).
     #[inline]
     fn pair_may_emit(&self, a: u32, b: u32) -> bool {
         let (a, b) = (a as usize, b as usize);
