@@ -154,7 +154,7 @@ impl ClothCollision {
             settings_of.map(|(inflate, self_margins, _)| (inflate, 0.5 * self_margins.edge_edge));
         cloth_boxes(
             (&self.x0[..searched], &self.x1[..searched]),
-            (&self.tris, &self.edges),
+            (&self.tris, &self.edges, &self.owned),
             &mut self.layers[..num_layers],
             &mut self.boxes,
             &mut self.either,
@@ -774,13 +774,14 @@ impl FeatureMargins {
 /// 1 at `x.0`), the triangles' boxes from their corners' grown by `grow[l].0`, the edges' grown by
 /// `grow[l].1`; the trees' boxes `tree` (the layers' union, or layer 0's), and with two layers
 /// the [`EitherLayer`] boxes (each layer's triangle box grown by its point margin
-/// `point_margin[l]`, united; the edges' union). The same values, computed the same way, as
+/// `point_margin[l]`, united; the edges' union; per triangle the boxes of its owned features,
+/// `mesh.2`, [`owned_boxes`]). The same values, computed the same way, as
 /// [`vertex_boxes`], [`triangle_boxes_of_points`] and [`edge_boxes`] per layer followed by the
 /// unions, in three passes (vertices, triangles, edges) instead of one per array. In fixed
 /// chunks, like [`vertex_boxes`]: each box is written once.
 fn cloth_boxes(
     x: (&[Vec3], &[Vec3]),
-    mesh: (&[[u32; 3]], &[[u32; 2]]),
+    mesh: (&[[u32; 3]], &[[u32; 2]], &[Owned]),
     layers: &mut [LayerBoxes],
     tree: &mut [Aabb],
     either: &mut EitherLayer,
@@ -788,7 +789,7 @@ fn cloth_boxes(
     point_margin: [f32; 2],
 ) {
     let (x0, x1) = x;
-    let (tris, edges) = mesh;
+    let (tris, edges, owned) = mesh;
     let [(inflate0, edge0), (inflate1, edge1)] = grow;
     let [pm0, pm1] = point_margin;
     let searched = x0.len();
@@ -820,23 +821,34 @@ fn cloth_boxes(
             let (p0, p1) = (&l0.points, &l1.points);
             for_each_chunk(
                 (
-                    (&mut l0.tris[..], &mut l1.tris[..]),
-                    (tree, &mut either.tris[..]),
+                    (
+                        (&mut l0.tris[..], &mut l1.tris[..]),
+                        (tree, &mut either.tris[..]),
+                    ),
+                    (&mut either.owned_points[..], &mut either.owned_edges[..]),
                 ),
-                |first, ((t0, t1), (u, e))| {
-                    for ((((o0, o1), o), oe), t) in t0
+                |first, (((t0, t1), (u, e)), (op, oe))| {
+                    for ((((((o0, o1), o), ot), opt), oed), (t, own)) in t0
                         .iter_mut()
                         .zip(t1.iter_mut())
                         .zip(u.iter_mut())
                         .zip(e.iter_mut())
-                        .zip(&tris[first..])
+                        .zip(op.iter_mut())
+                        .zip(oe.iter_mut())
+                        .zip(tris[first..].iter().zip(&owned[first..]))
                     {
-                        let b0 = triangle_box(p0, t, 0, inflate0);
-                        let b1 = triangle_box(p1, t, 0, inflate1);
+                        let c0 = t.map(|v| &p0[v as usize]);
+                        let c1 = t.map(|v| &p1[v as usize]);
+                        // The corners' unions ([`triangle_box`] before its growth).
+                        let r0 = c0[0].union(c0[1]).union(c0[2]);
+                        let r1 = c1[0].union(c1[1]).union(c1[2]);
+                        let b0 = r0.inflate(inflate0);
+                        let b1 = r1.inflate(inflate1);
                         *o0 = b0;
                         *o1 = b1;
                         *o = b0.union(&b1);
-                        *oe = b0.inflate(pm0).union(&b1.inflate(pm1));
+                        *ot = b0.inflate(pm0).union(&b1.inflate(pm1));
+                        (*opt, *oed) = owned_boxes(own, (c0, &r0), &r1, (edge0, edge1));
                     }
                 },
             );
@@ -941,6 +953,8 @@ pub(super) struct Owned {
     edge_verts: [[u32; 2]; 3],
     num_verts: u8,
     num_edges: u8,
+    /// The corners (bit `k` for corner `k`) that are owned vertices.
+    vert_corners: u8,
 }
 
 /// Per triangle of `tris` (whose sorted unique `edges` are given) its
@@ -956,10 +970,11 @@ pub(super) fn owned_features(
         .enumerate()
         .map(|(t, (tri, te))| {
             let mut o = Owned::default();
-            for &p in tri {
+            for (k, &p) in tri.iter().enumerate() {
                 if vertex_owner[p as usize] == t as u32 {
                     o.verts[usize::from(o.num_verts)] = p;
                     o.num_verts += 1;
+                    o.vert_corners |= 1 << k;
                 }
             }
             for &e in te {
@@ -1001,6 +1016,12 @@ pub(super) struct MeshView<'a> {
 pub(super) struct EitherLayer {
     tris: Vec<Aabb>,
     edges: Vec<Aabb>,
+    /// Per triangle a box holding the swept boxes of the vertices it owns ([`Owned`]; empty
+    /// when it owns none).
+    owned_points: Vec<Aabb>,
+    /// Per triangle a box holding the boxes above of the edges it owns (empty when it owns
+    /// none).
+    owned_edges: Vec<Aabb>,
 }
 
 impl EitherLayer {
@@ -1009,8 +1030,52 @@ impl EitherLayer {
         Self {
             tris: vec![Aabb::EMPTY; tris],
             edges: vec![Aabb::EMPTY; edges],
+            owned_points: vec![Aabb::EMPTY; tris],
+            owned_edges: vec![Aabb::EMPTY; tris],
         }
     }
+
+    /// False when no test of the cloth triangle pair `(a, b)` can pass these boxes' cull
+    /// ([`emit_tests`]): no point `a` owns meets `b`'s reach, none `b` owns meets `a`'s, and
+    /// the boxes of the edges each owns do not meet. The owned boxes hold the boxes each test
+    /// is culled with, and boxes holding overlapping boxes overlap, so a pair this rejects
+    /// emits nothing: skipping it leaves the list of tests unchanged. Valid after a search
+    /// with two layers (the only searches with these boxes, [`MeshView::either`]).
+    #[inline]
+    fn pair_may_emit(&self, a: u32, b: u32) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        self.owned_points[a].overlaps(&self.tris[b])
+            | self.owned_points[b].overlaps(&self.tris[a])
+            | self.owned_edges[a].overlaps(&self.owned_edges[b])
+    }
+}
+
+/// Boxes holding the [`EitherLayer`] boxes of one triangle's owned features `own`: for the
+/// owned vertices, the swept box of the one owned corner (`corners.0`), or the union of all
+/// three (`corners.1`) when it owns more; for the owned edges, the corners' union in each layer
+/// (`corners.1`, `union1`) grown by that layer's edge growth `grow` and united, which holds
+/// each owned edge's union box (its ends' boxes per layer, grown, united). Unions take minima
+/// and maxima ignoring NaN and rounding is monotone, so each containment holds in `f32`. Empty
+/// for a triangle that owns none.
+#[inline]
+fn owned_boxes(
+    own: &Owned,
+    corners: ([&Aabb; 3], &Aabb),
+    union1: &Aabb,
+    grow: (f32, f32),
+) -> (Aabb, Aabb) {
+    let (c0, union0) = corners;
+    let verts = match own.vert_corners {
+        0 => Aabb::EMPTY,
+        m if m.count_ones() == 1 => *c0[m.trailing_zeros() as usize],
+        _ => *union0,
+    };
+    let edges = if own.num_edges == 0 {
+        Aabb::EMPTY
+    } else {
+        union0.inflate(grow.0).union(&union1.inflate(grow.1))
+    };
+    (verts, edges)
 }
 
 /// How a search culls the tests of a triangle pair: per layer the vertices' boxes and the
@@ -1271,6 +1336,8 @@ pub(super) fn emit_chunked(
         bufs.resize_with(chunks, EmitBuffer::default);
         grew = true;
     }
+    // The union boxes of a cloth's pairs with itself ([`EitherLayer`]; none for obstacle pairs).
+    let self_either = meshes.0.either.zip(meshes.1.either).map(|(e, _)| e);
     let work = |(c, buf): (usize, &mut EmitBuffer)| -> bool {
         let EmitBuffer {
             tests: out,
@@ -1297,6 +1364,11 @@ pub(super) fn emit_chunked(
         for &(a, b) in ws.chunk_pairs(c) {
             while let Some((k, t)) = merged.next_if(|(_, t)| t.pair < [a, b]) {
                 t.emit_may_pass(k, meshes.0, cull, out, &mut computed);
+            }
+            // A pair of cloth triangles none of whose tests can pass the union boxes emits
+            // nothing.
+            if self_either.is_some_and(|e| !e.pair_may_emit(a, b)) {
+                continue;
             }
             emit_tests(out, (meshes.0, a), (meshes.1, b), cull);
         }
@@ -1354,10 +1426,6 @@ pub(super) fn emit_tests(
             continue;
         }
         let other = omesh.tris[u as usize].map(|i| i + omesh.offset);
-        let reach = [
-            omesh.tri_boxes[0][u as usize].inflate(cull.point_margin[0]),
-            omesh.tri_boxes[1][u as usize].inflate(cull.point_margin[1]),
-        ];
         for &p in &own.verts[..usize::from(own.num_verts)] {
             let pg = p + mesh.offset;
             let verts = [pg, other[0], other[1], other[2]];
@@ -1369,8 +1437,10 @@ pub(super) fn emit_tests(
             {
                 continue;
             }
+            // The triangle's reach per layer, grown here: most points fail the cull above.
             let layers = layer_mask(cull.layers, |l| {
-                cull.points[l][pg as usize].overlaps(&reach[l])
+                let reach = omesh.tri_boxes[l][u as usize].inflate(cull.point_margin[l]);
+                cull.points[l][pg as usize].overlaps(&reach)
             });
             if layers == 0 {
                 continue;
