@@ -93,8 +93,8 @@ impl TaskDispatcher for HostDispatcher {
 /// host; a failure inside a task is caught in the task (it never unwinds into the host) and
 /// the step returns `WEFT_STATUS_PANIC`; a dispatcher that does not run every task exactly
 /// once makes the step return `WEFT_STATUS_THREADS`. Either failed step restores every
-/// cloth's positions and velocities. Creating cloths and other edits still use the world's
-/// own workers.
+/// cloth's positions, velocities and solver warm start. Creating cloths and other edits still
+/// use the world's own workers.
 ///
 /// # Safety
 /// `world` NULL or live. When `dispatch` is not NULL: `dispatch` must keep the contract of

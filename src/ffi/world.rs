@@ -45,6 +45,9 @@ pub(crate) struct ClothEntry {
     /// step loses its invariants).
     pub(crate) backup_x: Vec<Vec3>,
     pub(crate) backup_v: Vec<Vec3>,
+    /// A Baraff–Witkin cloth's warm start before the current step (restored with them: the
+    /// solves of a refused step's units that ran must not steer the retried step).
+    pub(crate) backup_dv: Vec<Vec3>,
 }
 
 /// Which world list a collider lives in.
@@ -196,6 +199,7 @@ impl weft_world {
             pending_pins: Vec::new(),
             backup_x: vec![Vec3::ZERO; n],
             backup_v: vec![Vec3::ZERO; n],
+            backup_dv: vec![Vec3::ZERO; n],
         };
         let (i, g) = self
             .cloths
@@ -265,8 +269,9 @@ impl weft_world {
     /// anything changes (`dt`, and the velocities the pending pin targets and
     /// poses imply over it: `limits::MAX_SPEED`, `limits::MAX_ANGULAR_SPEED`),
     /// so a refused step leaves the world, its pending targets included, as it
-    /// was. A step that loses its invariants restores every cloth's positions
-    /// and velocities from before it.
+    /// was. A step that loses its invariants restores every cloth's positions,
+    /// velocities and Baraff–Witkin warm start from before it (an isometric cloth drops its
+    /// BDF2 history and warm starts instead).
     pub(crate) fn step(&mut self, dt: f32) -> Result<weft_step_stats, FfiError> {
         if !dt.is_finite() {
             return Err(FfiError::non_finite("dt"));
@@ -294,6 +299,9 @@ impl weft_world {
             let c = &cloth_of(&self.world, e.id)?;
             e.backup_x.copy_from_slice(c.state().positions());
             e.backup_v.copy_from_slice(c.state().velocities());
+            if let Some(bw) = c.sim.model.baraff_witkin() {
+                e.backup_dv.copy_from_slice(bw.system.warm_start());
+            }
         }
         // Pins: velocity (target − current target)/dt over the frame.
         for k in 0..self.cloths.slot_count() {
@@ -361,6 +369,9 @@ impl weft_world {
                     let (x, v) = c.sim.state.positions_velocities_mut();
                     x.copy_from_slice(&entry.backup_x);
                     v.copy_from_slice(&entry.backup_v);
+                    if let Some(bw) = c.sim.model.baraff_witkin_mut() {
+                        bw.system.restore_warm_start(&entry.backup_dv);
+                    }
                     // The isometric model takes the restored f32 state over
                     // at its next step; its BDF2 history and warm starts are
                     // from the failed step, so they are dropped.

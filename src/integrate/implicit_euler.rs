@@ -305,6 +305,21 @@ impl ImplicitEuler {
         self.dv.fill(Vec3::ZERO);
     }
 
+    /// The previous solve's Δv, from which the next PCG solve starts.
+    #[must_use]
+    pub fn warm_start(&self) -> &[Vec3] {
+        &self.dv
+    }
+
+    /// Puts back a warm start read by [`ImplicitEuler::warm_start`] (a refused step restores
+    /// the one it started with, so that retrying it gives the bits of a step never refused).
+    ///
+    /// # Panics
+    /// If `dv` does not have one row per vertex.
+    pub fn restore_warm_start(&mut self, dv: &[Vec3]) {
+        self.dv.copy_from_slice(dv);
+    }
+
     /// Replaces the material (stretch, shear, bending and their damping) used from the next
     /// assembly on; the rest data and the pattern do not depend on it.
     pub fn set_material(&mut self, membrane: MembraneParams, bend: BendParams) {
