@@ -837,18 +837,15 @@ fn cloth_boxes(
                         .zip(oe.iter_mut())
                         .zip(tris[first..].iter().zip(&owned[first..]))
                     {
-                        let c0 = t.map(|v| &p0[v as usize]);
-                        let c1 = t.map(|v| &p1[v as usize]);
-                        // The corners' unions ([`triangle_box`] before its growth).
-                        let r0 = c0[0].union(c0[1]).union(c0[2]);
-                        let r1 = c1[0].union(c1[1]).union(c1[2]);
+                        let r0 = corner_union(p0, t, 0);
+                        let r1 = corner_union(p1, t, 0);
                         let b0 = r0.inflate(inflate0);
                         let b1 = r1.inflate(inflate1);
                         *o0 = b0;
                         *o1 = b1;
                         *o = b0.union(&b1);
                         *ot = b0.inflate(pm0).union(&b1.inflate(pm1));
-                        (*opt, *oed) = owned_boxes(own, (c0, &r0), &r1, (edge0, edge1));
+                        (*opt, *oed) = owned_boxes(own, (p0, t, &r0), &r1, (edge0, edge1));
                     }
                 },
             );
@@ -910,8 +907,15 @@ pub(super) fn triangle_boxes_of_points(
 /// corners' boxes `points`, grown by `grow`: [`triangle_boxes_of_points`] for one triangle.
 #[inline]
 fn triangle_box(points: &[Aabb], t: &[u32; 3], offset: u32, grow: f32) -> Aabb {
+    corner_union(points, t, offset).inflate(grow)
+}
+
+/// The union of triangle `t`'s corner boxes `points` (indices offset by `offset`):
+/// [`triangle_box`] before its growth.
+#[inline]
+fn corner_union(points: &[Aabb], t: &[u32; 3], offset: u32) -> Aabb {
     let [a, b, c] = t.map(|v| &points[(v + offset) as usize]);
-    a.union(b).union(c).inflate(grow)
+    a.union(b).union(c)
 }
 
 /// `out[e]`: the box of edge `edges[e]` (vertex indices offset by `offset`
@@ -1051,23 +1055,23 @@ impl EitherLayer {
 }
 
 /// Boxes holding the [`EitherLayer`] boxes of one triangle's owned features `own`: for the
-/// owned vertices, the swept box of the one owned corner (`corners.0`), or the union of all
-/// three (`corners.1`) when it owns more; for the owned edges, the corners' union in each layer
-/// (`corners.1`, `union1`) grown by that layer's edge growth `grow` and united, which holds
+/// owned vertices, the swept box of the one owned corner of triangle `corners.1` (from the
+/// layer-0 point boxes `corners.0`), or the union of all three (`corners.2`) when it owns more;
+/// for the owned edges, the corners' union in each layer (`corners.2`, `union1`) grown by that layer's edge growth `grow` and united, which holds
 /// each owned edge's union box (its ends' boxes per layer, grown, united). Unions take minima
 /// and maxima ignoring NaN and rounding is monotone, so each containment holds in `f32`. Empty
 /// for a triangle that owns none.
 #[inline]
 fn owned_boxes(
     own: &Owned,
-    corners: ([&Aabb; 3], &Aabb),
+    corners: (&[Aabb], &[u32; 3], &Aabb),
     union1: &Aabb,
     grow: (f32, f32),
 ) -> (Aabb, Aabb) {
-    let (c0, union0) = corners;
+    let (points0, t, union0) = corners;
     let verts = match own.vert_corners {
         0 => Aabb::EMPTY,
-        m if m.count_ones() == 1 => *c0[m.trailing_zeros() as usize],
+        m if m.count_ones() == 1 => points0[t[m.trailing_zeros() as usize] as usize],
         _ => *union0,
     };
     let edges = if own.num_edges == 0 {
