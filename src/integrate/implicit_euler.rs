@@ -311,8 +311,9 @@ impl ImplicitEuler {
         &self.dv
     }
 
-    /// Puts back a warm start read by [`ImplicitEuler::warm_start`] (a refused step restores
-    /// the one it started with, so that retrying it gives the bits of a step never refused).
+    /// Puts back a warm start read by [`ImplicitEuler::warm_start`] (a failed step of the C API
+    /// restores the one it started with, so the solves of its completed units do not steer the
+    /// retry).
     ///
     /// # Panics
     /// If `dv` does not have one row per vertex.
