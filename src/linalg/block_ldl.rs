@@ -359,10 +359,44 @@ pub struct IncompleteBlockLdl {
     /// rows, so that its scatter's stores and the next row's loads are whole vectors (module
     /// doc, "The backward solve's working vector").
     x: Vec<Vec3A>,
+    /// The shift of the next IC(0) attempt.
+    levels: ShiftLevels,
+}
+
+/// Which shift the next IC(0) factorisation tries first (module doc, "Breakdown").
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ShiftLevels {
     /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
     level: usize,
     /// Factorisations done at `level` since it was entered.
     solves_at_level: u32,
+}
+
+impl ShiftLevels {
+    /// Runs `attempt(α)` (one IC(0) of `Ã + α diag(Ã)`, true unless it broke down) from the
+    /// level that worked last time (one lower every `SHIFT_DECAY_SOLVES` solves at a level
+    /// above 0) up, until an attempt succeeds.
+    pub(crate) fn factor(&mut self, mut attempt: impl FnMut(f64) -> bool) -> FactorOutcome {
+        if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
+            self.level -= 1;
+            self.solves_at_level = 0;
+        }
+        for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
+            if attempt(alpha) {
+                if level != self.level {
+                    self.level = level;
+                    self.solves_at_level = 0;
+                }
+                self.solves_at_level += 1;
+                return FactorOutcome::Factored {
+                    shift: alpha as f32,
+                };
+            }
+        }
+        self.level = 0;
+        self.solves_at_level = 0;
+        FactorOutcome::Failed
+    }
 }
 
 /// The mutable rows of one part during the factorisation: its blocks of `L`, `D⁻¹` and
@@ -428,8 +462,7 @@ impl IncompleteBlockLdl {
             work: vec![Mat3A::ZERO; n],
             y: vec![Vec3A::ZERO; n],
             x: vec![Vec3A::ZERO; n],
-            level: 0,
-            solves_at_level: 0,
+            levels: ShiftLevels::default(),
         }
     }
 
@@ -513,27 +546,19 @@ impl IncompleteBlockLdl {
         a: &BlockCsr,
         filter: &(impl Fn(usize) -> Filter + Sync),
     ) -> FactorOutcome {
-        // Start at the level that worked last time (one lower every SHIFT_DECAY_SOLVES
-        // solves at a level > 0), then climb on breakdown.
-        if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
-            self.level -= 1;
-            self.solves_at_level = 0;
-        }
-        for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
-            if self.try_factor_ic0(a, filter, alpha) {
-                if level != self.level {
-                    self.level = level;
-                    self.solves_at_level = 0;
-                }
-                self.solves_at_level += 1;
-                return FactorOutcome::Factored {
-                    shift: alpha as f32,
-                };
-            }
-        }
-        self.level = 0;
-        self.solves_at_level = 0;
-        FactorOutcome::Failed
+        let IncompleteBlockLdl {
+            pat,
+            l,
+            d_inv,
+            work,
+            levels,
+            ..
+        } = self;
+        let shape = FactorShape { pat };
+        levels.factor(|alpha| {
+            let all = FactorRows { l, d_inv, work };
+            shape.try_factor_ic0(a, filter, alpha, all)
+        })
     }
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
@@ -586,51 +611,6 @@ impl IncompleteBlockLdl {
                 self.l[s] = m * self.d_inv[c];
             }
         }
-    }
-
-    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
-    /// parts' interiors are factored in parallel (each reads only its own rows), then the
-    /// separator rows in order.
-    fn try_factor_ic0(
-        &mut self,
-        a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
-        alpha: f64,
-    ) -> bool {
-        let pat = &self.pat;
-        let all = FactorRows {
-            l: &mut self.l[..],
-            d_inv: &mut self.d_inv[..],
-            work: &mut self.work[..],
-        };
-        let sep = pat.separator_start();
-        let parts_ok = if pat.num_parts() == 1 {
-            ic0_rows(pat, a, filter, alpha, 0..sep, (0, 0), all)
-        } else {
-            let (parts, _) = all.split(pat, 0, sep);
-            let (part0, part1) = parts.split(pat, 0, pat.part_start[1] as usize);
-            let part = |p: usize, s: FactorRows<'_>| {
-                let rows = pat.part_rows(p);
-                let base = (rows.start, pat.offsets[rows.start] as usize);
-                ic0_rows(pat, a, filter, alpha, rows, base, s)
-            };
-            let (ok0, ok1) = join(|| part(0, part0), || part(1, part1));
-            ok0 && ok1
-        };
-        parts_ok
-            && ic0_rows(
-                pat,
-                a,
-                filter,
-                alpha,
-                sep..pat.num_rows(),
-                (0, 0),
-                FactorRows {
-                    l: &mut self.l[..],
-                    d_inv: &mut self.d_inv[..],
-                    work: &mut self.work[..],
-                },
-            )
     }
 
     /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r` ([`IncompleteBlockLdl::sweep`] with `r` as
@@ -726,6 +706,29 @@ impl IncompleteBlockLdl {
         let ldl = Solves { pat, l, d_inv };
         (PartSolves { ldl }, &mut y[..], &mut x[..])
     }
+
+    /// The factor's storage, for a caller that factors and solves it in steps on threads of
+    /// its own (`super::pcg_crew`).
+    pub(crate) fn storage(&mut self) -> FactorStorage<'_> {
+        let IncompleteBlockLdl {
+            pat,
+            l,
+            d_inv,
+            work,
+            y,
+            x,
+            levels,
+        } = self;
+        FactorStorage {
+            shape: FactorShape { pat },
+            l,
+            d_inv,
+            work,
+            y,
+            x,
+            levels,
+        }
+    }
 }
 
 /// The steps of the two-part solves ([`IncompleteBlockLdl::sweep`]): each part's forward
@@ -795,6 +798,141 @@ impl PartSolves<'_> {
         let base = self.natural_rows(p).start;
         self.ldl
             .backward(self.ldl.pat.part_rows(p), sweep, (x, out), base)
+    }
+}
+
+/// The factor's storage lent out for a caller that factors and solves on threads of its own
+/// (`super::pcg_crew`): the shape, the blocks, the solves' vectors and the shift levels.
+pub(crate) struct FactorStorage<'a> {
+    pub(crate) shape: FactorShape<'a>,
+    /// `L`'s blocks, by slot.
+    pub(crate) l: &'a mut [Mat3A],
+    /// `D⁻¹`, by factor row.
+    pub(crate) d_inv: &'a mut [Mat3A],
+    /// The factorisation's scratch, by factor row.
+    pub(crate) work: &'a mut [Mat3A],
+    /// The forward solve's `y`, by rows of `A`.
+    pub(crate) y: &'a mut [Vec3A],
+    /// The backward solve's working vector, by rows of `A`.
+    pub(crate) x: &'a mut [Vec3A],
+    pub(crate) levels: &'a mut ShiftLevels,
+}
+
+/// The factor's order and pattern, to factor and solve it in steps (the two parts, then the
+/// separator) on storage held elsewhere ([`FactorStorage`]).
+#[derive(Clone, Copy)]
+pub(crate) struct FactorShape<'a> {
+    pat: &'a FactorPattern,
+}
+
+impl<'a> FactorShape<'a> {
+    /// Number of factor rows.
+    pub(crate) fn num_rows(&self) -> usize {
+        self.pat.num_rows()
+    }
+
+    /// Number of blocks of `L`.
+    pub(crate) fn num_lower_blocks(&self) -> usize {
+        self.pat.cols.len()
+    }
+
+    /// Part `p`'s factor rows (its rows of `D⁻¹` and of the scratch) and its slots of `L`:
+    /// what [`FactorShape::factor_part`] writes. The parts' ranges are disjoint.
+    pub(crate) fn part_storage(&self, p: usize) -> (Range<usize>, Range<usize>) {
+        let rows = self.pat.part_rows(p);
+        let slots = self.pat.offsets[rows.start] as usize..self.pat.offsets[rows.end] as usize;
+        (rows, slots)
+    }
+
+    /// IC(0) of part `p`'s rows of `Ã + α diag(Ã)`; false on a breakdown pivot. `l`, `d_inv`
+    /// and `work` are the part's ranges ([`FactorShape::part_storage`]).
+    pub(crate) fn factor_part(
+        &self,
+        p: usize,
+        a: &BlockCsr,
+        filter: &impl Fn(usize) -> Filter,
+        alpha: f64,
+        (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
+    ) -> bool {
+        let pat = self.pat;
+        let rows = pat.part_rows(p);
+        let base = (rows.start, pat.offsets[rows.start] as usize);
+        ic0_rows(
+            pat,
+            a,
+            filter,
+            alpha,
+            rows,
+            base,
+            FactorRows { l, d_inv, work },
+        )
+    }
+
+    /// IC(0) of the separator's rows (after both parts); the storage is whole.
+    pub(crate) fn factor_separator(
+        &self,
+        a: &BlockCsr,
+        filter: &impl Fn(usize) -> Filter,
+        alpha: f64,
+        (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
+    ) -> bool {
+        let pat = self.pat;
+        let rows = pat.separator_start()..pat.num_rows();
+        ic0_rows(
+            pat,
+            a,
+            filter,
+            alpha,
+            rows,
+            (0, 0),
+            FactorRows { l, d_inv, work },
+        )
+    }
+
+    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
+    /// parts' interiors are factored in parallel (each reads only its own rows), then the
+    /// separator rows in order.
+    fn try_factor_ic0(
+        &self,
+        a: &BlockCsr,
+        filter: &(impl Fn(usize) -> Filter + Sync),
+        alpha: f64,
+        all: FactorRows<'_>,
+    ) -> bool {
+        let pat = self.pat;
+        let FactorRows { l, d_inv, work } = all;
+        let sep = pat.separator_start();
+        if pat.num_parts() == 1 {
+            // The natural order: one part, no separator (`sep` is `n`).
+            let all = FactorRows { l, d_inv, work };
+            return ic0_rows(pat, a, filter, alpha, 0..sep, (0, 0), all);
+        }
+        let parts = FactorRows {
+            l: &mut *l,
+            d_inv: &mut *d_inv,
+            work: &mut *work,
+        };
+        let (parts, _) = parts.split(pat, 0, sep);
+        let (part0, part1) = parts.split(pat, 0, pat.part_start[1] as usize);
+        let part = |p: usize, s: FactorRows<'_>| {
+            self.factor_part(p, a, filter, alpha, (s.l, s.d_inv, s.work))
+        };
+        let (ok0, ok1) = join(|| part(0, part0), || part(1, part1));
+        ok0 && ok1 && self.factor_separator(a, filter, alpha, (l, d_inv, work))
+    }
+
+    /// The solves of the factor `l`, `d_inv` (whole).
+    pub(crate) fn solves<'b>(&self, l: &'b [Mat3A], d_inv: &'b [Mat3A]) -> PartSolves<'b>
+    where
+        'a: 'b,
+    {
+        PartSolves {
+            ldl: Solves {
+                pat: self.pat,
+                l,
+                d_inv,
+            },
+        }
     }
 }
 
