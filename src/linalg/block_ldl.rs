@@ -95,6 +95,11 @@
 //! (`w_c −= L_icᵀ x_i`, `i` descending), so `Lᵀ` is never formed; the separator's scatter
 //! reaches the parts' rows before their own backward sweeps start.
 //!
+//! The factorisation and the solves are written as steps (each part's rows, then the
+//! separator's: [`FactorShape`], [`PartSolves`]) that this module runs with `join` and that
+//! `super::pcg_crew` runs as the phases of its crew, on the storage lent out by rows
+//! ([`FactorStorage`]); the same functions either way, so the same bits.
+//!
 //! # The backward solve's working vector
 //! The backward solve's scatter stores `w_c` and a later row (often the next) loads it again.
 //! `w` is therefore a vector of its own with 16-byte rows (`Vec3A`), `D⁻¹ y` as the forward
@@ -564,7 +569,7 @@ impl IncompleteBlockLdl {
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
     fn filtered_diagonal(a: &BlockCsr, slot: usize, f: Filter) -> (DMat3, f64) {
-        let b = a.values()[slot].as_dmat3();
+        let b = a.block_a(slot).as_dmat3();
         let b = (b + b.transpose()) * 0.5;
         let scale = DVec3::new(b.x_axis.x, b.y_axis.y, b.z_axis.z).max_element();
         let c = if scale.is_finite() && scale > 0.0 {
@@ -590,6 +595,16 @@ impl IncompleteBlockLdl {
             (Filter::Free, Filter::Free) => Mat3A::from(m),
             (Filter::Fixed, _) | (_, Filter::Fixed) => Mat3A::ZERO,
             _ => Mat3A::from(fi.matrix() * m * fk.matrix()),
+        }
+    }
+
+    /// [`IncompleteBlockLdl::filtered_off_diagonal`] of `A`'s block `slot`, a free pair's
+    /// read straight into a `Mat3A` ([`BlockCsr::block_a`]; the same lanes).
+    #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
+    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: Filter, fk: Filter) -> Mat3A {
+        match (fi, fk) {
+            (Filter::Free, Filter::Free) => a.block_a(slot),
+            _ => Self::filtered_off_diagonal(a.values()[slot], fi, fk),
         }
     }
 
@@ -1042,7 +1057,6 @@ fn ic0_rows_here(
     (base, l_base): (usize, usize),
     s: FactorRows<'_>,
 ) -> bool {
-    let values = a.values();
     let FactorRows { l, d_inv, work: w } = s;
     for i in rows {
         let fi = filter(pat.perm[i] as usize);
@@ -1052,7 +1066,7 @@ fn ic0_rows_here(
         for (p, t) in row.clone().enumerate() {
             let c = pat.cols[t] as usize;
             let fc = filter(pat.perm[c] as usize);
-            w[p] = IncompleteBlockLdl::filtered_off_diagonal(values[pat.src[t] as usize], fi, fc);
+            w[p] = IncompleteBlockLdl::filtered_off_diagonal_at(a, pat.src[t] as usize, fi, fc);
         }
         let (aii, _) = IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, fi);
         let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
@@ -1075,7 +1089,7 @@ fn ic0_rows_here(
         }
         let d = (d + d.transpose()) * 0.5;
         match invert_pivot(&d, scale) {
-            Some(inv) => d_inv[i - base] = Mat3A::from(inv),
+            Some(inv) => d_inv[i - base] = inv,
             None => return false,
         }
     }
@@ -1085,7 +1099,7 @@ fn ic0_rows_here(
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
 /// [`invert_diagonal_block`]'s rule 1 relative to `scale`; `None` on a breakdown.
 #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
+fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3A> {
     if !(scale.is_finite() && scale > 0.0) {
         return None;
     }
@@ -1109,7 +1123,12 @@ fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
         return None;
     }
     let inv = d.inverse();
-    let inv = ((inv + inv.transpose()) * 0.5).as_mat3();
+    let inv = (inv + inv.transpose()) * 0.5;
+    // Each column rounded to `f32` into its `Vec3A` directly (`Vec3A::new`, lane 3 the
+    // column's z, as `Mat3A::from` of the `Mat3` sets it): through a packed `Mat3` the
+    // compiler copied the block via the stack with loads the stores could not forward.
+    let column = |c: DVec3| Vec3A::new(c.x as f32, c.y as f32, c.z as f32);
+    let inv = Mat3A::from_cols(column(inv.x_axis), column(inv.y_axis), column(inv.z_axis));
     inv.is_finite().then_some(inv)
 }
 
@@ -1202,7 +1221,7 @@ mod tests {
                 w[pat.cols[t] as usize] = Mat3A::ZERO;
             }
             let d = (d + d.transpose()) * 0.5;
-            d_inv[i] = Mat3A::from(invert_pivot(&d, scale).expect("an SPD test matrix"));
+            d_inv[i] = invert_pivot(&d, scale).expect("an SPD test matrix");
         }
         (l, d_inv)
     }
