@@ -190,8 +190,9 @@ impl<F: FilterSet> CrewSolve<'_, F> {
     /// While the sweep lives, no one writes `r`.
     unsafe fn residual_sweep(&self) -> ResidualSweep<'_, F> {
         // SAFETY: the caller's contract.
+        let r = unsafe { self.r.rows(0..self.r.len()) };
         ResidualSweep {
-            r: unsafe { self.r.rows(0..self.r.len()) },
+            r,
             filters: self.filters,
         }
     }
