@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use glam::{Mat3, Vec3, Vec4, Vec4Swizzles};
+use glam::{Mat3, Mat3A, Vec3, Vec3A, Vec4, Vec4Swizzles};
 
 use super::pattern::{BlockPattern, BlockSlot};
 use super::reduce;
@@ -120,6 +120,23 @@ impl BlockCsr {
             acc += mx;
         }
         acc.truncate()
+    }
+
+    /// Block `slot` as a `Mat3A`, equal to `Mat3A::from(self.values()[slot])` in all four
+    /// lanes of every column (lane 3 repeats the column's z). Each column is one 4-lane load
+    /// from the block's 9 floats (as in [`BlockCsr::row_product`]) and one shuffle:
+    /// `Mat3A::from` of a block copied by value was compiled as a copy through the stack
+    /// whose 16-byte loads each spanned two of the copy's stores, which the CPU cannot
+    /// forward (`docs/methods/filtered-pcg-cost.md`).
+    #[inline(always)]
+    #[must_use]
+    pub fn block_a(&self, slot: usize) -> Mat3A {
+        let b: &[f32; 9] = bytemuck::cast_ref(&self.values[slot]);
+        Mat3A::from_cols(
+            Vec3A::from_vec4(load4(&b[0..4]).xyzz()),
+            Vec3A::from_vec4(load4(&b[3..7]).xyzz()),
+            Vec3A::from_vec4(load4(&b[5..9]).yzww()),
+        )
     }
 
     /// y = A x (parallel over fixed row chunks; bit-identical for any thread count).

@@ -95,6 +95,11 @@
 //! (`w_c −= L_icᵀ x_i`, `i` descending), so `Lᵀ` is never formed; the separator's scatter
 //! reaches the parts' rows before their own backward sweeps start.
 //!
+//! The factorisation and the solves are written as steps (each part's rows, then the
+//! separator's: [`FactorShape`], [`PartSolves`]) that this module runs with `join` and that
+//! `super::pcg_crew` runs as the phases of its crew, on the storage lent out by rows
+//! ([`FactorStorage`]); the same functions either way, so the same bits.
+//!
 //! # The backward solve's working vector
 //! The backward solve's scatter stores `w_c` and a later row (often the next) loads it again.
 //! `w` is therefore a vector of its own with 16-byte rows (`Vec3A`), `D⁻¹ y` as the forward
@@ -359,10 +364,44 @@ pub struct IncompleteBlockLdl {
     /// rows, so that its scatter's stores and the next row's loads are whole vectors (module
     /// doc, "The backward solve's working vector").
     x: Vec<Vec3A>,
+    /// The shift of the next IC(0) attempt.
+    levels: ShiftLevels,
+}
+
+/// Which shift the next IC(0) factorisation tries first (module doc, "Breakdown").
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ShiftLevels {
     /// Index in `SHIFT_LEVELS` of the first IC(0) attempt of the next factorisation.
     level: usize,
     /// Factorisations done at `level` since it was entered.
     solves_at_level: u32,
+}
+
+impl ShiftLevels {
+    /// Runs `attempt(α)` (one IC(0) of `Ã + α diag(Ã)`, true unless it broke down) from the
+    /// level that worked last time (one lower every `SHIFT_DECAY_SOLVES` solves at a level
+    /// above 0) up, until an attempt succeeds.
+    pub(crate) fn factor(&mut self, mut attempt: impl FnMut(f64) -> bool) -> FactorOutcome {
+        if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
+            self.level -= 1;
+            self.solves_at_level = 0;
+        }
+        for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
+            if attempt(alpha) {
+                if level != self.level {
+                    self.level = level;
+                    self.solves_at_level = 0;
+                }
+                self.solves_at_level += 1;
+                return FactorOutcome::Factored {
+                    shift: alpha as f32,
+                };
+            }
+        }
+        self.level = 0;
+        self.solves_at_level = 0;
+        FactorOutcome::Failed
+    }
 }
 
 /// The mutable rows of one part during the factorisation: its blocks of `L`, `D⁻¹` and
@@ -428,8 +467,7 @@ impl IncompleteBlockLdl {
             work: vec![Mat3A::ZERO; n],
             y: vec![Vec3A::ZERO; n],
             x: vec![Vec3A::ZERO; n],
-            level: 0,
-            solves_at_level: 0,
+            levels: ShiftLevels::default(),
         }
     }
 
@@ -513,33 +551,25 @@ impl IncompleteBlockLdl {
         a: &BlockCsr,
         filter: &(impl Fn(usize) -> Filter + Sync),
     ) -> FactorOutcome {
-        // Start at the level that worked last time (one lower every SHIFT_DECAY_SOLVES
-        // solves at a level > 0), then climb on breakdown.
-        if self.level > 0 && self.solves_at_level >= SHIFT_DECAY_SOLVES {
-            self.level -= 1;
-            self.solves_at_level = 0;
-        }
-        for (level, &alpha) in SHIFT_LEVELS.iter().enumerate().skip(self.level) {
-            if self.try_factor_ic0(a, filter, alpha) {
-                if level != self.level {
-                    self.level = level;
-                    self.solves_at_level = 0;
-                }
-                self.solves_at_level += 1;
-                return FactorOutcome::Factored {
-                    shift: alpha as f32,
-                };
-            }
-        }
-        self.level = 0;
-        self.solves_at_level = 0;
-        FactorOutcome::Failed
+        let IncompleteBlockLdl {
+            pat,
+            l,
+            d_inv,
+            work,
+            levels,
+            ..
+        } = self;
+        let shape = FactorShape { pat };
+        levels.factor(|alpha| {
+            let all = FactorRows { l, d_inv, work };
+            shape.try_factor_ic0(a, filter, alpha, all)
+        })
     }
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
     fn filtered_diagonal(a: &BlockCsr, slot: usize, f: Filter) -> (DMat3, f64) {
-        let b = a.values()[slot].as_dmat3();
+        let b = a.block_a(slot).as_dmat3();
         let b = (b + b.transpose()) * 0.5;
         let scale = DVec3::new(b.x_axis.x, b.y_axis.y, b.z_axis.z).max_element();
         let c = if scale.is_finite() && scale > 0.0 {
@@ -568,6 +598,16 @@ impl IncompleteBlockLdl {
         }
     }
 
+    /// [`IncompleteBlockLdl::filtered_off_diagonal`] of `A`'s block `slot`, a free pair's
+    /// read straight into a `Mat3A` ([`BlockCsr::block_a`]; the same lanes).
+    #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
+    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: Filter, fk: Filter) -> Mat3A {
+        match (fi, fk) {
+            (Filter::Free, Filter::Free) => a.block_a(slot),
+            _ => Self::filtered_off_diagonal(a.values()[slot], fi, fk),
+        }
+    }
+
     /// Block SGS: `D_i = Ã_ii` (inverted by the block-Jacobi rules), `L_ik = Ã_ik D_k⁻¹`.
     fn factor_sgs(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> Filter) {
         let values = a.values();
@@ -586,51 +626,6 @@ impl IncompleteBlockLdl {
                 self.l[s] = m * self.d_inv[c];
             }
         }
-    }
-
-    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
-    /// parts' interiors are factored in parallel (each reads only its own rows), then the
-    /// separator rows in order.
-    fn try_factor_ic0(
-        &mut self,
-        a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
-        alpha: f64,
-    ) -> bool {
-        let pat = &self.pat;
-        let all = FactorRows {
-            l: &mut self.l[..],
-            d_inv: &mut self.d_inv[..],
-            work: &mut self.work[..],
-        };
-        let sep = pat.separator_start();
-        let parts_ok = if pat.num_parts() == 1 {
-            ic0_rows(pat, a, filter, alpha, 0..sep, (0, 0), all)
-        } else {
-            let (parts, _) = all.split(pat, 0, sep);
-            let (part0, part1) = parts.split(pat, 0, pat.part_start[1] as usize);
-            let part = |p: usize, s: FactorRows<'_>| {
-                let rows = pat.part_rows(p);
-                let base = (rows.start, pat.offsets[rows.start] as usize);
-                ic0_rows(pat, a, filter, alpha, rows, base, s)
-            };
-            let (ok0, ok1) = join(|| part(0, part0), || part(1, part1));
-            ok0 && ok1
-        };
-        parts_ok
-            && ic0_rows(
-                pat,
-                a,
-                filter,
-                alpha,
-                sep..pat.num_rows(),
-                (0, 0),
-                FactorRows {
-                    l: &mut self.l[..],
-                    d_inv: &mut self.d_inv[..],
-                    work: &mut self.work[..],
-                },
-            )
     }
 
     /// `out = P⁻¹ r = (I + L)⁻ᵀ D⁻¹ (I + L)⁻¹ r` ([`IncompleteBlockLdl::sweep`] with `r` as
@@ -726,6 +721,29 @@ impl IncompleteBlockLdl {
         let ldl = Solves { pat, l, d_inv };
         (PartSolves { ldl }, &mut y[..], &mut x[..])
     }
+
+    /// The factor's storage, for a caller that factors and solves it in steps on threads of
+    /// its own (`super::pcg_crew`).
+    pub(crate) fn storage(&mut self) -> FactorStorage<'_> {
+        let IncompleteBlockLdl {
+            pat,
+            l,
+            d_inv,
+            work,
+            y,
+            x,
+            levels,
+        } = self;
+        FactorStorage {
+            shape: FactorShape { pat },
+            l,
+            d_inv,
+            work,
+            y,
+            x,
+            levels,
+        }
+    }
 }
 
 /// The steps of the two-part solves ([`IncompleteBlockLdl::sweep`]): each part's forward
@@ -795,6 +813,141 @@ impl PartSolves<'_> {
         let base = self.natural_rows(p).start;
         self.ldl
             .backward(self.ldl.pat.part_rows(p), sweep, (x, out), base)
+    }
+}
+
+/// The factor's storage lent out for a caller that factors and solves on threads of its own
+/// (`super::pcg_crew`): the shape, the blocks, the solves' vectors and the shift levels.
+pub(crate) struct FactorStorage<'a> {
+    pub(crate) shape: FactorShape<'a>,
+    /// `L`'s blocks, by slot.
+    pub(crate) l: &'a mut [Mat3A],
+    /// `D⁻¹`, by factor row.
+    pub(crate) d_inv: &'a mut [Mat3A],
+    /// The factorisation's scratch, by factor row.
+    pub(crate) work: &'a mut [Mat3A],
+    /// The forward solve's `y`, by rows of `A`.
+    pub(crate) y: &'a mut [Vec3A],
+    /// The backward solve's working vector, by rows of `A`.
+    pub(crate) x: &'a mut [Vec3A],
+    pub(crate) levels: &'a mut ShiftLevels,
+}
+
+/// The factor's order and pattern, to factor and solve it in steps (the two parts, then the
+/// separator) on storage held elsewhere ([`FactorStorage`]).
+#[derive(Clone, Copy)]
+pub(crate) struct FactorShape<'a> {
+    pat: &'a FactorPattern,
+}
+
+impl<'a> FactorShape<'a> {
+    /// Number of factor rows.
+    pub(crate) fn num_rows(&self) -> usize {
+        self.pat.num_rows()
+    }
+
+    /// Number of blocks of `L`.
+    pub(crate) fn num_lower_blocks(&self) -> usize {
+        self.pat.cols.len()
+    }
+
+    /// Part `p`'s factor rows (its rows of `D⁻¹` and of the scratch) and its slots of `L`:
+    /// what [`FactorShape::factor_part`] writes. The parts' ranges are disjoint.
+    pub(crate) fn part_storage(&self, p: usize) -> (Range<usize>, Range<usize>) {
+        let rows = self.pat.part_rows(p);
+        let slots = self.pat.offsets[rows.start] as usize..self.pat.offsets[rows.end] as usize;
+        (rows, slots)
+    }
+
+    /// IC(0) of part `p`'s rows of `Ã + α diag(Ã)`; false on a breakdown pivot. `l`, `d_inv`
+    /// and `work` are the part's ranges ([`FactorShape::part_storage`]).
+    pub(crate) fn factor_part(
+        &self,
+        p: usize,
+        a: &BlockCsr,
+        filter: &impl Fn(usize) -> Filter,
+        alpha: f64,
+        (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
+    ) -> bool {
+        let pat = self.pat;
+        let rows = pat.part_rows(p);
+        let base = (rows.start, pat.offsets[rows.start] as usize);
+        ic0_rows(
+            pat,
+            a,
+            filter,
+            alpha,
+            rows,
+            base,
+            FactorRows { l, d_inv, work },
+        )
+    }
+
+    /// IC(0) of the separator's rows (after both parts); the storage is whole.
+    pub(crate) fn factor_separator(
+        &self,
+        a: &BlockCsr,
+        filter: &impl Fn(usize) -> Filter,
+        alpha: f64,
+        (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
+    ) -> bool {
+        let pat = self.pat;
+        let rows = pat.separator_start()..pat.num_rows();
+        ic0_rows(
+            pat,
+            a,
+            filter,
+            alpha,
+            rows,
+            (0, 0),
+            FactorRows { l, d_inv, work },
+        )
+    }
+
+    /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
+    /// parts' interiors are factored in parallel (each reads only its own rows), then the
+    /// separator rows in order.
+    fn try_factor_ic0(
+        &self,
+        a: &BlockCsr,
+        filter: &(impl Fn(usize) -> Filter + Sync),
+        alpha: f64,
+        all: FactorRows<'_>,
+    ) -> bool {
+        let pat = self.pat;
+        let FactorRows { l, d_inv, work } = all;
+        let sep = pat.separator_start();
+        if pat.num_parts() == 1 {
+            // The natural order: one part, no separator (`sep` is `n`).
+            let all = FactorRows { l, d_inv, work };
+            return ic0_rows(pat, a, filter, alpha, 0..sep, (0, 0), all);
+        }
+        let parts = FactorRows {
+            l: &mut *l,
+            d_inv: &mut *d_inv,
+            work: &mut *work,
+        };
+        let (parts, _) = parts.split(pat, 0, sep);
+        let (part0, part1) = parts.split(pat, 0, pat.part_start[1] as usize);
+        let part = |p: usize, s: FactorRows<'_>| {
+            self.factor_part(p, a, filter, alpha, (s.l, s.d_inv, s.work))
+        };
+        let (ok0, ok1) = join(|| part(0, part0), || part(1, part1));
+        ok0 && ok1 && self.factor_separator(a, filter, alpha, (l, d_inv, work))
+    }
+
+    /// The solves of the factor `l`, `d_inv` (whole).
+    pub(crate) fn solves<'b>(&self, l: &'b [Mat3A], d_inv: &'b [Mat3A]) -> PartSolves<'b>
+    where
+        'a: 'b,
+    {
+        PartSolves {
+            ldl: Solves {
+                pat: self.pat,
+                l,
+                d_inv,
+            },
+        }
     }
 }
 
@@ -904,7 +1057,6 @@ fn ic0_rows_here(
     (base, l_base): (usize, usize),
     s: FactorRows<'_>,
 ) -> bool {
-    let values = a.values();
     let FactorRows { l, d_inv, work: w } = s;
     for i in rows {
         let fi = filter(pat.perm[i] as usize);
@@ -914,7 +1066,7 @@ fn ic0_rows_here(
         for (p, t) in row.clone().enumerate() {
             let c = pat.cols[t] as usize;
             let fc = filter(pat.perm[c] as usize);
-            w[p] = IncompleteBlockLdl::filtered_off_diagonal(values[pat.src[t] as usize], fi, fc);
+            w[p] = IncompleteBlockLdl::filtered_off_diagonal_at(a, pat.src[t] as usize, fi, fc);
         }
         let (aii, _) = IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, fi);
         let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
@@ -937,7 +1089,7 @@ fn ic0_rows_here(
         }
         let d = (d + d.transpose()) * 0.5;
         match invert_pivot(&d, scale) {
-            Some(inv) => d_inv[i - base] = Mat3A::from(inv),
+            Some(inv) => d_inv[i - base] = inv,
             None => return false,
         }
     }
@@ -947,7 +1099,7 @@ fn ic0_rows_here(
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
 /// [`invert_diagonal_block`]'s rule 1 relative to `scale`; `None` on a breakdown.
 #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
+fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3A> {
     if !(scale.is_finite() && scale > 0.0) {
         return None;
     }
@@ -971,7 +1123,12 @@ fn invert_pivot(d: &DMat3, scale: f64) -> Option<Mat3> {
         return None;
     }
     let inv = d.inverse();
-    let inv = ((inv + inv.transpose()) * 0.5).as_mat3();
+    let inv = (inv + inv.transpose()) * 0.5;
+    // Each column rounded to `f32` into its `Vec3A` directly (`Vec3A::new`, lane 3 the
+    // column's z, as `Mat3A::from` of the `Mat3` sets it): through a packed `Mat3` the
+    // compiler copied the block via the stack with loads the stores could not forward.
+    let column = |c: DVec3| Vec3A::new(c.x as f32, c.y as f32, c.z as f32);
+    let inv = Mat3A::from_cols(column(inv.x_axis), column(inv.y_axis), column(inv.z_axis));
     inv.is_finite().then_some(inv)
 }
 
@@ -1064,7 +1221,7 @@ mod tests {
                 w[pat.cols[t] as usize] = Mat3A::ZERO;
             }
             let d = (d + d.transpose()) * 0.5;
-            d_inv[i] = Mat3A::from(invert_pivot(&d, scale).expect("an SPD test matrix"));
+            d_inv[i] = invert_pivot(&d, scale).expect("an SPD test matrix");
         }
         (l, d_inv)
     }

@@ -427,7 +427,25 @@ fn solve<F: FilterSet>(
     } = ws;
     let pre = match (factor.as_mut(), *kind) {
         (Some(f), Preconditioner::BlockIc0 | Preconditioner::BlockSgs) => {
-            match f.factor_with(a, |i| filters.get(i), *kind) {
+            let outcome = if pcg_crew::usable(f, n) {
+                // The whole solve, the factorisation included, on a two-thread crew
+                // (`pcg_crew`); it comes back only if the factor broke down at every shift,
+                // with `dv` untouched.
+                let vectors = pcg_crew::Vectors {
+                    dv: &mut *dv,
+                    r,
+                    c,
+                    q,
+                    s,
+                };
+                match pcg_crew::solve(a, b, z, filters, settings, *kind, f, vectors, should_stop) {
+                    Some(report) => return report,
+                    None => FactorOutcome::Failed,
+                }
+            } else {
+                f.factor_with(a, |i| filters.get(i), *kind)
+            };
+            match outcome {
                 FactorOutcome::Factored { shift } => {
                     report.preconditioner_shift = shift;
                     None
@@ -477,29 +495,6 @@ fn solve<F: FilterSet>(
     };
 
     let threshold = settings.tolerance * settings.tolerance * d0;
-    if let Pre::Factor(factor) = &mut pre
-        && pcg_crew::usable(factor, n)
-    {
-        // The same iteration, its passes handed to a two-thread crew (`pcg_crew`).
-        let d_new = pcg_crew::iterate(
-            pcg_crew::Vectors {
-                dv: &mut *dv,
-                r,
-                c,
-                q,
-                s,
-            },
-            a,
-            filters,
-            factor,
-            d_new,
-            threshold,
-            settings.max_iterations,
-            should_stop,
-            &mut report,
-        );
-        return finish(filters, z, dv, d0, d_new, report);
-    }
     let mut system = FilteredSystem {
         a,
         filters,
@@ -536,12 +531,17 @@ fn finish<F: FilterSet>(
         // rounding of one projection. Exact rows (fixed, axis-aligned) are unchanged.
         impose_constraints(filters, z, dv);
     }
-    report.relative_residual = if d_new.is_finite() {
+    report.relative_residual = relative_residual(d0, d_new);
+    report
+}
+
+/// `sqrt(d_new / d_0)`, NaN when `d_new` is not finite.
+pub(super) fn relative_residual(d0: f64, d_new: f64) -> f64 {
+    if d_new.is_finite() {
         (d_new.max(0.0) / d0).sqrt()
     } else {
         f64::NAN
-    };
-    report
+    }
 }
 
 /// The filtered system as the CG iteration ([`cg::iterate`]) drives it: `f32` vectors, the
@@ -596,20 +596,32 @@ fn reset_to(z: Option<&[Vec3]>, dv: &mut [Vec3]) {
 /// `dv_i = z_i + S_i dv_i` (exactly `z_i` for fixed rows); returns `|S dv_in|²`.
 fn impose_constraints<F: FilterSet>(filters: &F, z: Option<&[Vec3]>, dv: &mut [Vec3]) -> f64 {
     reduce::sum_chunks_mut(dv, |first, chunk: &mut [Vec3]| {
-        let mut acc = 0.0;
-        for (k, d) in chunk.iter_mut().enumerate() {
-            let i = first + k;
-            let f = filters.get(i);
-            let y = f.apply(*d);
-            acc += dot_f64(y, y);
-            *d = match (z, f) {
-                (Some(z), Filter::Fixed) => z[i],
-                (Some(z), _) => z[i] + y,
-                (None, _) => y,
-            };
-        }
-        acc
+        constrain_rows(filters, z, first, chunk)
     })
+}
+
+/// [`impose_constraints`] on the rows `first..first + dv.len()` (one chunk of the fixed
+/// summation order; `z` is whole); returns the chunk's `|S dv_in|²`, summed in row order.
+#[inline]
+pub(super) fn constrain_rows<F: FilterSet>(
+    filters: &F,
+    z: Option<&[Vec3]>,
+    first: usize,
+    dv: &mut [Vec3],
+) -> f64 {
+    let mut acc = 0.0;
+    for (k, d) in dv.iter_mut().enumerate() {
+        let i = first + k;
+        let f = filters.get(i);
+        let y = f.apply(*d);
+        acc += dot_f64(y, y);
+        *d = match (z, f) {
+            (Some(z), Filter::Fixed) => z[i],
+            (Some(z), _) => z[i] + y,
+            (None, _) => y,
+        };
+    }
+    acc
 }
 
 /// The preconditioner a solve applies: block Jacobi (fused into the row passes) or an
@@ -646,33 +658,55 @@ fn residual_pass<F: FilterSet>(
         }
         Pre::Factor(factor) => {
             reduce::for_each_chunk(&mut *r, |first, rc: &mut [Vec3]| {
-                for (k, ri) in rc.iter_mut().enumerate() {
-                    let i = first + k;
-                    let ax = x.map_or(Vec3::ZERO, |x| a.row_product(i, x));
-                    *ri = filters.get(i).apply(b[i] - ax);
-                }
+                residual_rows(a, b, x, filters, first, rc);
             });
-            precondition_pass(factor, filters, r, s)
+            factor.sweep(ResidualSweep { r, filters }, s)
         }
     }
 }
 
-/// `s = S P⁻¹ r` with the incomplete factor (its triangular solves, then a fixed-chunk filter
-/// and reduction); returns `r · s`.
-fn precondition_pass<F: FilterSet>(
-    factor: &mut IncompleteBlockLdl,
+/// `r = S (b - A x)` on the rows `first..first + r.len()` (`x` whole; `None` means 0).
+#[inline]
+pub(super) fn residual_rows<F: FilterSet>(
+    a: &BlockCsr,
+    b: &[Vec3],
+    x: Option<&[Vec3]>,
     filters: &F,
-    r: &[Vec3],
-    s: &mut [Vec3],
-) -> f64 {
-    factor.apply_then(r, s, |i, si| {
-        let si = if F::ALL_FREE {
-            si
+    first: usize,
+    r: &mut [Vec3],
+) {
+    for (k, ri) in r.iter_mut().enumerate() {
+        let i = first + k;
+        let ax = x.map_or(Vec3::ZERO, |x| a.row_product(i, x));
+        *ri = filters.get(i).apply(b[i] - ax);
+    }
+}
+
+/// `s = S P⁻¹ r` with the terms of `r · s`, for [`IncompleteBlockLdl::sweep`]: `r` as it is
+/// (whole), each solved row filtered.
+pub(super) struct ResidualSweep<'a, F: FilterSet> {
+    pub(super) r: &'a [Vec3],
+    pub(super) filters: &'a F,
+}
+
+impl<F: FilterSet> super::block_ldl::Sweep for ResidualSweep<'_, F> {
+    #[inline]
+    fn rhs(&mut self, v: usize) -> Vec3 {
+        self.r[v]
+    }
+    #[inline]
+    fn finish(&mut self, v: usize, x: Vec3) -> (Vec3, f64) {
+        let s = if F::ALL_FREE {
+            x
         } else {
-            filters.get(i).apply(si)
+            self.filters.get(v).apply(x)
         };
-        (si, dot_f64(r[i], si))
-    })
+        (s, dot_f64(self.r[v], s))
+    }
+    fn split_at(self, _: usize) -> (Self, Self) {
+        let ResidualSweep { r, filters } = self;
+        (ResidualSweep { r, filters }, ResidualSweep { r, filters })
+    }
 }
 
 /// The CG update `dv += α c`, `r −= α q` as the forward solve's right-hand side, and
@@ -1650,6 +1684,72 @@ mod tests {
                 "row {i}"
             );
             assert!(filters[i].apply(out[i]).length() <= 1e-4 * (1.0 + out[i].length()));
+        }
+    }
+
+    #[test]
+    fn the_crew_gives_the_fork_join_bits_from_any_start() {
+        // The crew runs the factorisation and the set-up too: warm, cold and non-finite
+        // starts, a zero `z`, every vertex free, and an IC(0) that breaks down at every shift
+        // (the crew hands the solve back, block Jacobi takes it) give the fork-join bits.
+        let n = 9_000;
+        let a = random_spd(n, 3, 131);
+        let mut negated = a.clone();
+        for m in negated.values_mut() {
+            *m = -*m;
+        }
+        let mut rng = Rng::new(132);
+        let filters = random_filters(n, &mut rng);
+        let z = random_z(&filters, &mut rng);
+        let zero = vec![Vec3::ZERO; n];
+        let b = random_rhs(n, &mut rng);
+        let warm: Vec<Vec3> = (0..n).map(|_| rng.vec3()).collect();
+        let mut poisoned = warm.clone();
+        poisoned[17].y = f32::NAN;
+        for kind in FACTORED {
+            for (matrix, start, z, free) in [
+                (&a, &warm, &z, false),
+                (&a, &poisoned, &z, false),
+                (&a, &warm, &zero, false),
+                (&a, &zero, &zero, false),
+                (&a, &warm, &zero, true),
+                (&negated, &warm, &z, false),
+            ] {
+                let run = || {
+                    let mut ws = workspace_in_two_parts(a.pattern(), kind);
+                    let mut dv = start.clone();
+                    let settings = settings(50, 1e-6);
+                    let report = if free {
+                        solve_pcg(matrix, &b, &settings, &mut ws, &mut dv, &mut never)
+                    } else {
+                        solve_filtered_pcg(
+                            matrix, &b, z, &filters, &settings, &mut ws, &mut dv, &mut never,
+                        )
+                    };
+                    (bits(&dv), report, bits(ws.residual()))
+                };
+                let serial = run();
+                for threads in [2, 3] {
+                    let crew = in_pool(threads, run);
+                    assert_eq!(serial.1, crew.1, "{kind:?} {threads}");
+                    assert_eq!(
+                        serial.1.relative_residual.to_bits(),
+                        crew.1.relative_residual.to_bits()
+                    );
+                    assert!(
+                        serial.0 == crew.0 && serial.2 == crew.2,
+                        "{kind:?} {threads}"
+                    );
+                }
+                let negative = std::ptr::eq(matrix, &negated);
+                assert_eq!(
+                    serial.1.preconditioner_fallback,
+                    negative && kind == Preconditioner::BlockIc0,
+                    "{kind:?} {:?}",
+                    serial.1
+                );
+                assert!(negative || serial.1.iterations > 0, "{:?}", serial.1);
+            }
         }
     }
 
