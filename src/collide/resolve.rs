@@ -444,6 +444,11 @@ pub struct ClothCollision {
     boxes: Vec<Aabb>,
     /// The boxes of the current search, per layer ([`LayerBoxes`]).
     layers: [LayerBoxes; 2],
+    /// Layer 0 of `layers` holds every cloth vertex's, triangle's and edge's swept boxes at the
+    /// stage's x^n and the velocities searched with (`v_searched`): set by every search, cleared
+    /// when a stage loads new positions or obstacles are set. An update relies on it to
+    /// recompute only the changed boxes ([`ClothCollision::update_candidates`]).
+    swept_boxes_current: bool,
     /// Boxes holding both layers' cloth boxes in a search with two layers ([`EitherLayer`]).
     either: EitherLayer,
     /// The tests of triangle pairs that share a vertex, built once ([`NeighbourTests`]): the
@@ -562,6 +567,7 @@ impl ClothCollision {
             cross_ws: PairWorkspace::with_capacity(triangles.len(), OBSTACLE_PAIRS_PER_TRIANGLE),
             emit_chunks,
             candidates_high_water: triangles.len() * PoolSizes::default().tests_per_triangle,
+            swept_boxes_current: false,
             own_arena: Bump::new(),
             touched: vec![false; num_vertices],
             dirty: vec![true; num_vertices],
@@ -616,6 +622,7 @@ impl ClothCollision {
             Some(Bvh::build(&self.obstacle_boxes))
         };
         let total = self.n + m;
+        self.swept_boxes_current = false;
         for buf in [&mut self.x0, &mut self.v, &mut self.x1] {
             buf.resize(total, Vec3::ZERO);
         }
@@ -786,6 +793,7 @@ impl ClothCollision {
         friction: f32,
     ) {
         let n = self.n;
+        self.swept_boxes_current = false;
         self.x0[..n].copy_from_slice(x0);
         self.v[..n].copy_from_slice(v);
         self.inv_mass[..n].copy_from_slice(inv_mass);

@@ -152,6 +152,11 @@ impl ClothCollision {
         // vertices, one over the triangles, one over the edges ([`cloth_boxes`]).
         let grow =
             settings_of.map(|(inflate, self_margins, _)| (inflate, 0.5 * self_margins.edge_edge));
+        // An update recomputes only the boxes of the changed vertices and of the triangles and
+        // edges holding one: the others' inputs are those of the search before it, which left
+        // their swept boxes in layer 0 ([`cloth_boxes`]).
+        let only = (incremental && self.swept_boxes_current)
+            .then_some((&self.changed[..n], &self.changed_tris[..]));
         cloth_boxes(
             (&self.x0[..searched], &self.x1[..searched]),
             (&self.tris, &self.edges, &self.owned),
@@ -160,7 +165,9 @@ impl ClothCollision {
             &mut self.either,
             grow,
             margins(0),
+            only,
         );
+        self.swept_boxes_current = true;
         if has_obstacles {
             for (l, layer) in self.layers[..num_layers].iter_mut().enumerate() {
                 let (inflate, self_margins, cross_margins) = settings_of[l];
@@ -779,6 +786,16 @@ impl FeatureMargins {
 /// [`vertex_boxes`], [`triangle_boxes_of_points`] and [`edge_boxes`] per layer followed by the
 /// unions, in three passes (vertices, triangles, edges) instead of one per array. In fixed
 /// chunks, like [`vertex_boxes`]: each box is written once.
+///
+/// With one layer and `only` (an update's search, [`ClothCollision::update_candidates`]): the
+/// changed cloth vertices and the triangles holding one (ascending). Only their boxes, those of
+/// the edges with a changed end and those of the obstacle vertices are computed; the other
+/// layer-0 boxes are kept, and the trees' boxes are copied from layer 0's triangle boxes. This
+/// is exact when the search before left layer 0's boxes at this `grow` for every cloth vertex,
+/// triangle and edge (every search computes them, at the same swept layer's growth) and no
+/// unmarked vertex's positions have changed since (a vertex whose velocity is unchanged keeps
+/// `x.0` and `x.1` bit for bit): each kept box is then the value the same expression gives now.
+#[allow(clippy::too_many_arguments)]
 fn cloth_boxes(
     x: (&[Vec3], &[Vec3]),
     mesh: (&[[u32; 3]], &[[u32; 2]], &[Owned]),
@@ -787,15 +804,39 @@ fn cloth_boxes(
     either: &mut EitherLayer,
     grow: [(f32, f32); 2],
     point_margin: [f32; 2],
+    only: Option<(&[bool], &[u32])>,
 ) {
     let (x0, x1) = x;
     let (tris, edges, owned) = mesh;
     let [(inflate0, edge0), (inflate1, edge1)] = grow;
     let [pm0, pm1] = point_margin;
     let searched = x0.len();
-    match layers {
-        [] => {}
-        [l0] => {
+    match (layers, only) {
+        ([], _) => {}
+        ([l0], Some((changed, changed_tris))) => {
+            for_each_chunk(&mut l0.points[..searched], |first, out| {
+                for (k, o) in out.iter_mut().enumerate() {
+                    let i = first + k;
+                    // Obstacle vertices (past the cloth's) are all recomputed.
+                    if changed.get(i).is_none_or(|&c| c) {
+                        *o = Aabb::from_points(&[x0[i], x1[i]]);
+                    }
+                }
+            });
+            let p0 = &l0.points;
+            for &t in changed_tris {
+                l0.tris[t as usize] = triangle_box(p0, &tris[t as usize], 0, inflate0);
+            }
+            tree.copy_from_slice(&l0.tris);
+            for_each_chunk(&mut l0.edges[..], |first, out| {
+                for (o, e) in out.iter_mut().zip(&edges[first..]) {
+                    if changed[e[0] as usize] | changed[e[1] as usize] {
+                        *o = edge_box(p0, e, 0, edge0);
+                    }
+                }
+            });
+        }
+        ([l0], None) => {
             vertex_boxes(x0, x1, &mut l0.points[..searched]);
             let p0 = &l0.points;
             for_each_chunk((&mut l0.tris[..], tree), |first, (t0, u)| {
@@ -807,7 +848,7 @@ fn cloth_boxes(
             edge_boxes(p0, edges, 0, edge0, &mut l0.edges);
         }
         // A search has one or two layers ([`Reach`]).
-        [l0, l1, ..] => {
+        ([l0, l1, ..], _) => {
             for_each_chunk(
                 (&mut l0.points[..searched], &mut l1.points[..searched]),
                 |first, (q0, q1)| {
