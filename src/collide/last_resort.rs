@@ -15,31 +15,44 @@
 //!
 //! # Following the nearest body
 //!
-//! 1. **Seeds.** Every candidate stencil of the stage's last detection pass (a pair whose
-//!    swept boxes overlap) that holds obstacle vertices seeds each of its free cloth vertices
-//!    with that stencil's body, at the vertex's distance at `x^n` to the stencil's obstacle
-//!    feature (triangle, edge or vertex). A vertex keeps its nearest seed (ties to the earlier
-//!    stencil, in the list's fixed order).
+//! 1. **Seeds.** Every candidate stencil of a detection pass (a pair whose swept boxes
+//!    overlap) that holds obstacle vertices seeds each of its free cloth vertices with that
+//!    stencil's body, at the vertex's distance at `x^n` to the stencil's obstacle feature
+//!    (triangle, edge or vertex). A vertex keeps its nearest seed (ties to the earlier stencil,
+//!    in the list's fixed order). Seeds are kept from one call to the next within a last resort
+//!    ([`LastResort::begin`] clears them), so a second call adds the candidates of the pass that
+//!    checked the first call's move to those of the pass before it.
 //! 2. **Spread.** A breadth-first search over the cloth's edges from the seeds, in seed order
 //!    (vertex index order), gives every free vertex it reaches the body of the seed fewest
 //!    edges away. Where the searches of two bodies meet, the edges across stretch: the cloth
-//!    gives way there rather than being carried through either body.
+//!    gives way there rather than being carried through either body. The search's labels are
+//!    not kept from one call to the next: only seeds are.
 //! 3. **Motion.** A labelled free vertex takes its body's secant velocity at its position
 //!    (`impact_zones::kinematic_motion`: exact for a body that moves rigidly); a free vertex
 //!    no search reaches keeps the zone's motion; kinematic vertices keep theirs.
 //!
 //! A stencil whose cloth vertices follow the body it holds moves rigidly with that body and
 //! cannot collide (an affine map with positive determinant keeps disjoint features disjoint).
+//!
+//! **Why a second call.** The first call's seeds are the candidates of the pass that checked
+//! the zone's rigid move, whose swept boxes follow that move, not the bodies: a vertex a few
+//! millimetres from one body can be no candidate of it, and take the other body from the
+//! search (`docs/methods/last-resort.md`, *The pinch*). The pass that checks the first call's
+//! move sweeps every vertex along the body it follows, so every vertex that move brings to
+//! another body is a candidate of that body there, and seeded with its true distance to it; the
+//! second call gives it the nearer of the two.
+//!
 //! What is not guaranteed: stencils across the line where two searches meet, and a vertex
-//! pinched closer than the CCD tolerance between two bodies that close on each other — no move
-//! of the cloth clears that. The stage counts what its final check still finds
+//! pinched between two bodies that close on each other by more than its clearance to one of
+//! them while a stencil of it is stretched over the other body's edge or corner — no following
+//! clears that. The stage counts what its final check still finds
 //! (`CollisionStats::last_resort_hits`).
 //!
 //! # Cost
 //!
-//! Linear: the bodies' vertices (one fit per body seeded), the candidate stencils (seeds), the
-//! cloth's vertices and edges (search, velocities). Every buffer is sized when the cloth and its
-//! obstacles are set; nothing allocates in a step.
+//! Linear per call: the bodies' vertices (one fit per body seeded), the candidate stencils
+//! (seeds), the cloth's vertices and edges (search, velocities). Every buffer is sized when the
+//! cloth and its obstacles are set; nothing allocates in a step.
 #![deny(unsafe_code)]
 
 use glam::{DVec3, Vec3};
@@ -168,9 +181,11 @@ impl LastResort {
         self.joined.len()
     }
 
-    /// Starts a last resort: no body joined yet.
+    /// Starts a last resort: no body joined yet, no cloth vertex seeded.
     pub fn begin(&mut self) {
         self.joined.fill(false);
+        self.label.fill(NONE);
+        self.distance.fill(f64::INFINITY);
     }
 
     /// Joins to the zone of cloth vertex 0 in `zones`, whole, every body with a vertex in one of
@@ -201,8 +216,9 @@ impl LastResort {
 
     /// Gives every free cloth vertex the rigid motion of the body nearest it (module doc) and
     /// writes its velocity into `v`. `stencils` are the candidate stencils of the last detection
-    /// pass, `x` the shared space's positions at `x^n`, `v` its velocities (kinematic ones are
-    /// read, free cloth ones written), `h` the substep.
+    /// pass, whose seeds join those of the earlier calls since [`LastResort::begin`]; `x` the
+    /// shared space's positions at `x^n`, `v` its velocities (kinematic ones are read, free cloth
+    /// ones written), `h` the substep.
     pub fn follow_nearest<'a>(
         &mut self,
         stencils: impl Iterator<Item = &'a [u32; 4]>,
@@ -213,8 +229,12 @@ impl LastResort {
     ) -> FollowReport {
         let n = self.n;
         let h = f64::from(h);
-        self.label.fill(NONE);
-        self.distance.fill(f64::INFINITY);
+        // The last call's search labels go; its seeds (finite distance) stay.
+        for (label, &d) in self.label.iter_mut().zip(&self.distance) {
+            if d == f64::INFINITY {
+                *label = NONE;
+            }
+        }
         self.motion_ready.fill(false);
         let free = |i: u32| (i as usize) < n && !is_kinematic(inv_mass[i as usize]);
         // 1. Seeds: the nearest body feature over the candidate stencils.
@@ -362,5 +382,44 @@ mod tests {
         let stencils = stencils.map(|s| [s[0], s[1], s[1], s[1]]);
         lr.follow_nearest(stencils.iter(), 0.01, &x, &mut v, &inv_mass);
         assert!((v[0] - Vec3::Y).length() < 1e-6, "{}", v[0]);
+    }
+
+    /// A vertex labelled by the search in one call, then seeded by a nearer body's stencil in
+    /// the next, follows that body; a seed of the first call stays, and `begin` clears them.
+    #[test]
+    fn seeds_are_kept_across_calls_and_search_labels_are_not() {
+        // Cloth: a chain 0-1-2 along x; body A (vertex 3) near vertex 0, body B (vertex 4)
+        // 1 mm under vertex 2.
+        let mut lr = LastResort::new(3, &[[0, 1], [1, 2]]);
+        lr.set_obstacles(2, &[]);
+        let x = vec![
+            Vec3::ZERO,
+            Vec3::X,
+            Vec3::new(2.0, 0.0, 0.0),
+            Vec3::new(0.0, 0.1, 0.0),
+            Vec3::new(2.0, -0.001, 0.0),
+        ];
+        let (va, vb) = (Vec3::Y, Vec3::NEG_Y);
+        let mut v = vec![Vec3::ZERO, Vec3::ZERO, Vec3::ZERO, va, vb];
+        let inv_mass = [1.0, 1.0, 1.0, 0.0, 0.0];
+        let near_a = [[0, 3, 3, 3]];
+        let near_b = [[2, 4, 4, 4]];
+        lr.begin();
+        // First call: only A's stencil; the search gives all three vertices A.
+        lr.follow_nearest(near_a.iter(), 0.01, &x, &mut v, &inv_mass);
+        for (i, w) in v[..3].iter().enumerate() {
+            assert!((*w - va).length() < 1e-6, "vertex {i}: {w}");
+        }
+        // Second call: B's stencil seeds vertex 2, which the search had given A; vertex 0
+        // keeps its seed from the first call.
+        lr.follow_nearest(near_b.iter(), 0.01, &x, &mut v, &inv_mass);
+        assert!((v[0] - va).length() < 1e-6, "{}", v[0]);
+        assert!((v[2] - vb).length() < 1e-6, "{}", v[2]);
+        // After `begin`, a call with B's stencil alone gives every vertex B.
+        lr.begin();
+        lr.follow_nearest(near_b.iter(), 0.01, &x, &mut v, &inv_mass);
+        for (i, w) in v[..3].iter().enumerate() {
+            assert!((*w - vb).length() < 1e-6, "vertex {i}: {w}");
+        }
     }
 }

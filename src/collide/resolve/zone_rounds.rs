@@ -95,7 +95,9 @@ impl ClothCollision {
     /// [`LAST_RESORT_PASSES`] detection passes check the move, each joining the bodies its
     /// collisions touch. When collisions are left, the free vertices stop if nothing kinematic
     /// moves; otherwise they follow the bodies nearest them ([`LastResort::follow_nearest`]) and
-    /// one more pass counts what is left ([`CollisionStats::last_resort_hits`]).
+    /// a pass checks the move; if it finds collisions, they follow the nearest bodies again with
+    /// that pass's candidates added to the seeds, at most [`GIVE_WAY_PASSES`] times. The last
+    /// pass's collisions are what is left ([`CollisionStats::last_resort_hits`]).
     fn last_resort(
         &mut self,
         candidates: &mut ArenaVec<'_, Candidate>,
@@ -154,20 +156,33 @@ impl ClothCollision {
             return;
         }
         // Bodies that move differently: the cloth gives way, each free vertex following the
-        // body nearest it; one more pass counts what is left.
+        // body nearest it, seeded by the candidates of every pass so far; each move is checked,
+        // and the last check's collisions are what is left.
         stats.last_resort_gave_way = true;
-        self.last.follow_nearest(
-            candidates.iter().map(|c| &c.verts),
-            h,
-            &self.x0,
-            &mut self.v,
-            &self.inv_mass,
-        );
-        self.update_end_positions(h);
-        stats.last_resort_hits = self.detect_collisions(candidates, found, settings, eta_c, stats);
+        for _ in 0..GIVE_WAY_PASSES {
+            self.last.follow_nearest(
+                candidates.iter().map(|c| &c.verts),
+                h,
+                &self.x0,
+                &mut self.v,
+                &self.inv_mass,
+            );
+            self.update_end_positions(h);
+            stats.last_resort_hits =
+                self.detect_collisions(candidates, found, settings, eta_c, stats);
+            if stats.last_resort_hits == 0 {
+                return;
+            }
+        }
     }
 }
 
 /// Detection passes the last resort may run to check its move, each joining the obstacle
 /// bodies its collisions touch (`ClothCollision::last_resort`).
 pub(super) const LAST_RESORT_PASSES: u32 = 3;
+
+/// Moves of the cloth giving way that the last resort may make and check, each seeded by the
+/// candidates of every pass before it (`ClothCollision::last_resort`, `collide::last_resort`).
+/// A third move cleared nothing the second had left on the pinch sample's nearby trajectories
+/// (`docs/methods/last-resort.md`, *The pinch*).
+pub(super) const GIVE_WAY_PASSES: u32 = 2;
