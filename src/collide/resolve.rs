@@ -519,6 +519,32 @@ pub struct ClothCollision {
     /// (`ObstacleMeshes::analytic`, less the colliders this cloth does not meet through their
     /// exact surface); sized with the obstacles.
     leave_out: Vec<bool>,
+    /// Whether [`ClothCollision::resolve_in`] keeps the cloth–cloth pairs its repulsion
+    /// pushed apart ([`ClothCollision::repelled`]); off unless a caller asks.
+    record_repelled: bool,
+    /// The cloth–cloth pairs the last repulsion pushed apart, in the order it met them
+    /// (empty unless `record_repelled`).
+    repelled: Vec<RepelledPair>,
+}
+
+/// A cloth–cloth pair the repulsion of a collision pass pushed apart (Bridson et al. 2002
+/// §6.2): the stencil `Σ c_i x_i` (the second side's contact point minus the first's, both at
+/// `x^n`), its unit normal and separation at `x^n`, and the overlap `d = η − separation`. The
+/// repulsion leaves the pair alone when its normal velocity `n · Σ c_i v_i` is at least
+/// `0.1 d / h` (`response::repel`), so a position `x` at the end of the substep with
+/// `n · Σ c_i x_i ≥ separation + 0.1 d` gives it nothing to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RepelledPair {
+    /// The pair's cloth vertices: first side, then second.
+    pub verts: [u32; 4],
+    /// The signed coefficients `c_i` ([`Stencil::coefficients`]).
+    pub coefficients: [f64; 4],
+    /// Unit normal from the first side towards the second.
+    pub normal: DVec3,
+    /// `n · Σ c_i x_i` at `x^n` (m).
+    pub separation: f64,
+    /// `η − separation` (m).
+    pub overlap: f64,
 }
 
 impl ClothCollision {
@@ -592,7 +618,24 @@ impl ClothCollision {
             smoother: VelocitySmoother::new(num_vertices, edges),
             longest_rest_edge: rest_lengths.iter().copied().fold(0.0, f32::max),
             leave_out: Vec::new(),
+            record_repelled: false,
+            repelled: Vec::new(),
         }
+    }
+
+    /// Whether the next passes keep the cloth–cloth pairs their repulsion pushes apart
+    /// ([`ClothCollision::repelled`]). Off by default; a stage shared by several cloths never
+    /// keeps them. The list grows to the most pairs a pass has repelled and then stays.
+    pub fn record_repelled(&mut self, on: bool) {
+        self.record_repelled = on;
+        self.repelled.clear();
+    }
+
+    /// The cloth–cloth pairs the repulsion of the last pass pushed apart, in its order
+    /// (empty unless [`ClothCollision::record_repelled`] is on).
+    #[must_use]
+    pub fn repelled(&self) -> &[RepelledPair] {
+        &self.repelled
     }
 
     /// Replaces the collision pools by pools of `sizes` (emptied: the next
@@ -737,6 +780,7 @@ impl ClothCollision {
         let mut stats = CollisionStats::default();
         let mut clock = Instant::now();
         let n = self.n;
+        self.repelled.clear();
         self.strain.forget_contacts();
         // 1. Strain limiting on the velocities the internal dynamics gave.
         if let Some(limit) = &settings.strain_limit {

@@ -17,8 +17,9 @@
 //!
 //! # Choices
 //!
-//! - **Contacts from the collision stage.** `collide::resolve` changes velocities and does not
-//!   report its pairs. A cloth node is taken to be in contact when the stage moved it
+//! - **Contacts from the collision stage.** `collide::resolve` changes velocities and reports
+//!   no pairs, except the cloth–cloth pairs its repulsion pushed apart when
+//!   [`IsometricSettings::hold_repelled_pairs`] asks for them. A cloth node is taken to be in contact when the stage moved it
 //!   (`x_c ≠ x_p`), with the normal `n = (x_c − x_p)/‖x_c − x_p‖`, the direction of its
 //!   correction. When friction acted on the node this direction is tilted from the geometric
 //!   normal by the friction impulse; the tangential rows hold the node at `x_c` in the other
@@ -102,10 +103,13 @@ use super::bdf2::{Integrator, TimeIntegrator};
 use super::contact::ColliderView;
 use super::projection::{
     ContactGeometry, ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings,
-    RowFamily,
+    RowFamily, SelfContactRow,
 };
 use super::self_contact::SelfContactFinder;
-use crate::collide::resolve::{ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes};
+use crate::collide::resolve::{
+    ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes, RepelledPair,
+};
+use crate::collide::response::REPULSION_OVERLAP_FRACTION;
 use crate::model::constraint::ConstraintSet;
 use crate::model::quadratic_bending::QuadraticBending;
 
@@ -265,6 +269,15 @@ pub struct IsometricSettings {
     /// `SelfContactFinder`, `docs/methods/isometric-contact.md` §6). Simultaneous coupling
     /// only: with [`Coupling::Staggered`] the setting is ignored (line 2 without contacts).
     pub follow_obstacles: bool,
+    /// Rows on the pairs the collision stage repels (with [`IsometricSettings::follow_obstacles`]
+    /// and the stage's self-collision; off by default): every cloth–cloth pair a pass of the
+    /// step pushed apart (`ClothCollision::repelled`) becomes, for the rest of the step, a hard
+    /// unilateral row of the projections on the stage's own stencil, `n · Σ c_k x_k ≥` its
+    /// separation at `xⁿ` plus a tenth of its overlap (the stage's condition for leaving the
+    /// pair alone) plus the tolerance times the contact length; the pair's nodes get no
+    /// one-node rows from the pass and no lift of their collider rows
+    /// (`docs/methods/isometric-model.md` §A24).
+    pub hold_repelled_pairs: bool,
 }
 
 impl IsometricSettings {
@@ -293,6 +306,7 @@ impl Default for IsometricSettings {
             contact_rounds: DEFAULT_CONTACT_ROUNDS,
             contact_margin: 0.0,
             follow_obstacles: false,
+            hold_repelled_pairs: false,
         }
     }
 }
@@ -355,6 +369,15 @@ pub struct IsometricStepper {
     /// The self-contact rows' search ([`IsometricSettings::follow_obstacles`] with the
     /// collision stage's self-collision on).
     self_contact: SelfContactFinder,
+    /// The cloth–cloth pairs the collision stage repelled in this step, held as rows.
+    held_pairs: Vec<RepelledPair>,
+    /// Per node: it belongs to a held pair.
+    in_pair: Vec<bool>,
+    /// The self-contact rows of the next projection: the search's, then the held pairs'.
+    self_buf: Vec<SelfContactRow>,
+    /// Whether this step holds the pairs the stage repels
+    /// ([`IsometricSettings::hold_repelled_pairs`]).
+    hold_pairs: bool,
 
     /// The collision stage's candidate lists (rewound at every pass).
     arena: Bump,
@@ -400,6 +423,10 @@ impl IsometricStepper {
             lift: vec![0.0; n],
             longest_edge: rest_lengths.iter().copied().fold(0.0f32, f32::max).into(),
             self_contact: SelfContactFinder::new(triangles),
+            held_pairs: Vec::new(),
+            in_pair: vec![false; n],
+            self_buf: Vec::new(),
+            hold_pairs: false,
             arena: Bump::new(),
             x32,
             v32: vec![Vec3::ZERO; n],
@@ -546,6 +573,12 @@ impl IsometricStepper {
         };
         self.passes = 0;
         self.reprojections = 0;
+        self.held_pairs.clear();
+        self.in_pair.fill(false);
+        self.hold_pairs = settings.hold_repelled_pairs
+            && settings.rows_follow_obstacles()
+            && collision.self_collision;
+        self.collision.record_repelled(self.hold_pairs);
         for i in 0..n {
             self.mass32[i] = mass[i] as f32;
             self.inv_mass32[i] = inv_mass[i] as f32;
@@ -772,8 +805,31 @@ impl IsometricStepper {
             settings.contact_margin,
             SELF_CONTACT_COMPLIANCE,
         );
-        self.projection.set_self_rows(rows);
-        report.self_contact_rows = report.self_contact_rows.max(rows.len() as u32);
+        if !self.hold_pairs {
+            self.projection.set_self_rows(rows);
+            report.self_contact_rows = report.self_contact_rows.max(rows.len() as u32);
+            return;
+        }
+        self.self_buf.clear();
+        self.self_buf.extend_from_slice(rows);
+        let margin = settings.projection.tolerance * settings.projection.contact_length;
+        for p in &self.held_pairs {
+            let w_max = p
+                .verts
+                .iter()
+                .map(|&v| inv_mass[v as usize])
+                .fold(0.0, f64::max);
+            let target = p.separation + REPULSION_OVERLAP_FRACTION * p.overlap + margin;
+            self.self_buf.push(SelfContactRow::held(
+                p.verts,
+                p.coefficients,
+                p.normal,
+                target,
+                SELF_CONTACT_COMPLIANCE * w_max,
+            ));
+        }
+        self.projection.set_self_rows(&self.self_buf);
+        report.self_contact_rows = report.self_contact_rows.max(self.self_buf.len() as u32);
     }
 
     /// Folds the self-contact rows that ended the last projection active into the report.
@@ -844,6 +900,10 @@ impl IsometricStepper {
             let d = self.x_c[i] - self.x_p[i];
             let len = d.length();
             if inv_mass[i] <= 0.0 || len <= settings.contact_threshold {
+                continue;
+            }
+            // A node of a held pair is held by the pair's row, not where the stage put it.
+            if self.in_pair[i] {
                 continue;
             }
             if settings.follow_obstacles
@@ -1027,6 +1087,17 @@ impl IsometricStepper {
         );
         stats.pool_grew |= self.arena.allocated_bytes() != capacity;
         let moved = take_collided(h, x, &self.x_p, &self.v32, &self.v32_before, &mut self.x_c);
+        // The pairs are found at xⁿ, so a later pass of the step repels the same pairs again
+        // when the projection did not hold them: each is kept once.
+        for p in self.collision.repelled() {
+            for &v in &p.verts {
+                self.in_pair[v as usize] = true;
+            }
+            if self.held_pairs.iter().any(|q| q.verts == p.verts) {
+                continue;
+            }
+            self.held_pairs.push(*p);
+        }
         (stats, moved)
     }
 }

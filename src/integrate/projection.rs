@@ -280,6 +280,12 @@ pub struct SelfContactRow {
     pub weights: [f64; 3],
     /// `n` at the last linearisation.
     pub normal: DVec3,
+    /// The coefficient of `p` in the row: 1 for a node against a triangle; another value for
+    /// a pair the collision stage repelled ([`SelfContactRow::held`]).
+    pub lead: f64,
+    /// Whether `β` and `n` stay as built rather than follow the iterate (a pair the collision
+    /// stage repelled, held on the stage's own stencil).
+    pub fixed: bool,
 }
 
 impl SelfContactRow {
@@ -308,9 +314,31 @@ impl SelfContactRow {
             compliance: compliance.max(0.0),
             weights: [1.0 / 3.0; 3],
             normal: DVec3::ZERO,
+            lead: 1.0,
+            fixed: false,
         };
         row.relinearise(x);
         row
+    }
+
+    /// A row on the stencil of a pair the collision stage repelled: `n · Σ_k c_k x_k ≥ target`
+    /// over the pair's four nodes `verts` with signed coefficients `c` and unit normal `n`,
+    /// kept fixed (not re-linearised): the stage's own condition for leaving the pair alone,
+    /// made a hard unilateral row of the projection. `compliance` as for
+    /// [`SelfContactRow::new`].
+    #[must_use]
+    pub fn held(verts: [u32; 4], c: [f64; 4], normal: DVec3, target: f64, compliance: f64) -> Self {
+        SelfContactRow {
+            vertex: verts[3],
+            triangle: [verts[0], verts[1], verts[2]],
+            side: 0.0,
+            distance: target,
+            compliance: compliance.max(0.0),
+            weights: [-c[0], -c[1], -c[2]],
+            normal,
+            lead: c[3],
+            fixed: true,
+        }
     }
 
     /// The row's nodes: `p`, then the triangle's.
@@ -326,7 +354,7 @@ impl SelfContactRow {
         }
         let n = self.normal;
         let [b0, b1, b2] = self.weights;
-        [n, -b0 * n, -b1 * n, -b2 * n]
+        [self.lead * n, -b0 * n, -b1 * n, -b2 * n]
     }
 
     /// `C(x)` at the current linearisation.
@@ -334,12 +362,15 @@ impl SelfContactRow {
     pub fn value(&self, x: &[DVec3]) -> f64 {
         let [p, a, b, c] = self.stencil().map(|v| x[v as usize]);
         let [b0, b1, b2] = self.weights;
-        self.normal.dot(p - (b0 * a + b1 * b + b2 * c)) - self.distance
+        self.normal.dot(self.lead * p - (b0 * a + b1 * b + b2 * c)) - self.distance
     }
 
     /// The closest point of the triangle to `p` at `x`, its weights and the separation's
     /// normal (see the type's doc). A degenerate triangle keeps the last normal.
     pub fn relinearise(&mut self, x: &[DVec3]) {
+        if self.fixed {
+            return;
+        }
         let [p, a, b, c] = self.stencil().map(|v| x[v as usize]);
         let (weights, interior) = closest_on_triangle(p, a, b, c);
         self.weights = weights;
@@ -2536,6 +2567,32 @@ mod tests {
             linear: false,
             scale: StrainScale::PerRow(&set.rest),
         }
+    }
+
+    /// A held row (an edge–edge pair the collision stage repelled) reads `n · Σ c_k x_k − target`
+    /// on the stage's stencil, its gradients are `c_k n` on those nodes, and re-linearising it
+    /// leaves it as built.
+    #[test]
+    fn a_held_pair_row_is_the_stages_stencil_and_stays_fixed() {
+        let x = [
+            DVec3::new(0.0, 0.0, 0.0),
+            DVec3::new(1.0, 0.0, 0.0),
+            DVec3::new(0.3, 0.002, -0.5),
+            DVec3::new(0.3, 0.003, 0.5),
+        ];
+        // First side: edge 0–1 at a = 0.3; second side: edge 2–3 at b = 0.5.
+        let c = [-0.7, -0.3, 0.5, 0.5];
+        let n = DVec3::Y;
+        let mut row = SelfContactRow::held([0, 1, 2, 3], c, n, 0.004, 0.0);
+        let expected = n.dot(c.iter().zip(&x).map(|(&ck, &xk)| ck * xk).sum::<DVec3>()) - 0.004;
+        assert!((row.value(&x) - expected).abs() < 1e-15);
+        for (g, v) in row.gradients(true).iter().zip(row.stencil()) {
+            assert!((*g - c[v as usize] * n).length() < 1e-15);
+        }
+        let before = row;
+        let moved = [x[0], x[1] + DVec3::Z, x[2] - DVec3::X, x[3]];
+        row.relinearise(&moved);
+        assert_eq!(row, before);
     }
 
     /// Dense `K` by applying the matrix-free operator to unit vectors.

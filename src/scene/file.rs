@@ -250,6 +250,10 @@ pub struct IsometricSolverSection {
     /// the next one: `"off"`, `"after-convergence"` or `"always"`.
     #[serde(default)]
     pub self_stress_filter: SelfStressFilterKind,
+    /// Rows on the cloth–cloth pairs the collision stage repels, held for the rest of the step
+    /// (with `follow_obstacles` and self-collision; `integrate::isometric`).
+    #[serde(default)]
+    pub hold_repelled_pairs: bool,
 }
 
 impl Default for IsometricSolverSection {
@@ -278,6 +282,7 @@ impl Default for IsometricSolverSection {
             cholesky_threads: default_cholesky_threads(),
             cholesky_reuse_iterations: 0,
             self_stress_filter: SelfStressFilterKind::default(),
+            hold_repelled_pairs: false,
         }
     }
 }

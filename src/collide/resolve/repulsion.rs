@@ -236,7 +236,7 @@ impl ClothCollision {
             }
         };
         let d = stencil.overlap(&self.x0, eta_pair);
-        response::repel(
+        let outcome = response::repel(
             &stencil,
             d,
             h,
@@ -245,6 +245,20 @@ impl ClothCollision {
             &mut self.v,
             &self.inv_mass,
         );
+        if self.record_repelled
+            && self.members.is_none()
+            && outcome.normal_change() > 0.0
+            && stencil.verts().iter().all(|&v| (v as usize) < self.n)
+        {
+            let separation = stencil.separation(&self.x0);
+            self.repelled.push(RepelledPair {
+                verts: stencil.verts(),
+                coefficients: stencil.coefficients(),
+                normal: stencil.normal(),
+                separation,
+                overlap: f64::from(eta_pair) - separation,
+            });
+        }
         true
     }
 }
