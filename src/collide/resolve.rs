@@ -547,6 +547,16 @@ pub struct RepelledPair {
     pub overlap: f64,
 }
 
+impl RepelledPair {
+    /// The separation `n · Σ c_i x_i` at the end of the substep at which the repulsion leaves
+    /// the pair alone: its separation at `x^n` plus the fraction of its overlap the repulsion
+    /// asks for (`response::REPULSION_OVERLAP_FRACTION`).
+    #[must_use]
+    pub fn left_alone_separation(&self) -> f64 {
+        self.separation + response::REPULSION_OVERLAP_FRACTION * self.overlap
+    }
+}
+
 impl ClothCollision {
     /// Builds the collision data of a cloth with `num_vertices` vertices at
     /// positions `x`, its `triangles`, and its unique sorted `edges` with

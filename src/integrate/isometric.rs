@@ -109,7 +109,6 @@ use super::self_contact::SelfContactFinder;
 use crate::collide::resolve::{
     ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes, RepelledPair,
 };
-use crate::collide::response::REPULSION_OVERLAP_FRACTION;
 use crate::model::constraint::ConstraintSet;
 use crate::model::quadratic_bending::QuadraticBending;
 
@@ -819,7 +818,7 @@ impl IsometricStepper {
                 .iter()
                 .map(|&v| inv_mass[v as usize])
                 .fold(0.0, f64::max);
-            let target = p.separation + REPULSION_OVERLAP_FRACTION * p.overlap + margin;
+            let target = p.left_alone_separation() + margin;
             self.self_buf.push(SelfContactRow::held(
                 p.verts,
                 p.coefficients,
