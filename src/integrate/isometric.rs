@@ -19,13 +19,14 @@
 //!
 //! - **Contacts from the collision stage.** `collide::resolve` changes velocities and reports
 //!   no pairs, except the cloth–cloth pairs its repulsion pushed apart when
-//!   [`IsometricSettings::hold_repelled_pairs`] asks for them. A cloth node is taken to be in contact when the stage moved it
-//!   (`x_c ≠ x_p`), with the normal `n = (x_c − x_p)/‖x_c − x_p‖`, the direction of its
-//!   correction. When friction acted on the node this direction is tilted from the geometric
-//!   normal by the friction impulse; the tangential rows hold the node at `x_c` in the other
-//!   two directions anyway, so the row set `{n, t₁, t₂}` still pins the collided position, only
-//!   the split between the hard and the soft rows differs (**choice**, documented in the
-//!   report; a stage that reports its normals would remove it).
+//!   [`IsometricSettings::hold_repelled_pairs`] asks for them. A cloth node is taken to be in
+//!   contact when the stage moved it (`x_c ≠ x_p`), with the normal
+//!   `n = (x_c − x_p)/‖x_c − x_p‖`, the direction of its correction. When friction acted on
+//!   the node this direction is tilted from the geometric normal by the friction impulse; the
+//!   tangential rows hold the node at `x_c` in the other two directions anyway, so the row set
+//!   `{n, t₁, t₂}` still pins the collided position, only the split between the hard and the
+//!   soft rows differs (**choice**, documented in the report; a stage that reports its normals
+//!   would remove it).
 //! - **Tangential rows** (eq. 3.28) with compliance `D = β w_p` (Wang 2012 eq. 3.30),
 //!   `β` = [`IsometricSettings::friction_compliance`]; `t₁, t₂` any orthonormal completion of
 //!   `n` (with equal `D` the choice does not matter: the pair acts as `‖(I − n nᵀ)(x − a)‖²/(2D)`,

@@ -1098,10 +1098,10 @@ impl EitherLayer {
 /// Boxes holding the [`EitherLayer`] boxes of one triangle's owned features `own`: for the
 /// owned vertices, the swept box of the one owned corner of triangle `corners.1` (from the
 /// layer-0 point boxes `corners.0`), or the union of all three (`corners.2`) when it owns more;
-/// for the owned edges, the corners' union in each layer (`corners.2`, `union1`) grown by that layer's edge growth `grow` and united, which holds
-/// each owned edge's union box (its ends' boxes per layer, grown, united). Unions take minima
-/// and maxima ignoring NaN and rounding is monotone, so each containment holds in `f32`. Empty
-/// for a triangle that owns none.
+/// for the owned edges, the corners' union in each layer (`corners.2`, `union1`) grown by that
+/// layer's edge growth `grow` and united, which holds each owned edge's union box (its ends'
+/// boxes per layer, grown, united). Unions take minima and maxima ignoring NaN and rounding is
+/// monotone, so each containment holds in `f32`. Empty for a triangle that owns none.
 #[inline]
 fn owned_boxes(
     own: &Owned,
