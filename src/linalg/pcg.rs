@@ -665,9 +665,26 @@ fn residual_pass<F: FilterSet>(
     }
 }
 
-/// `r = S (b - A x)` on the rows `first..first + r.len()` (`x` whole; `None` means 0).
+/// `r = S (b - A x)` on the rows `first..first + r.len()` (`x` whole; `None` means 0), in
+/// the AVX copy when the CPU has it (`super::isa`; the same operations, so the same bits).
 #[inline]
 pub(super) fn residual_rows<F: FilterSet>(
+    a: &BlockCsr,
+    b: &[Vec3],
+    x: Option<&[Vec3]>,
+    filters: &F,
+    first: usize,
+    r: &mut [Vec3],
+) {
+    with_best_isa(
+        #[inline(always)]
+        || residual_rows_here(a, b, x, filters, first, r),
+    );
+}
+
+/// [`residual_rows`] as compiled for the caller's target.
+#[inline(always)]
+fn residual_rows_here<F: FilterSet>(
     a: &BlockCsr,
     b: &[Vec3],
     x: Option<&[Vec3]>,
