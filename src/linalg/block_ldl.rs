@@ -129,6 +129,16 @@
 //! are left. The terms are taken in ascending `j`, the order of the scratch-row loop, so the
 //! factor's values are the same.
 //!
+//! # The pivot's sum in `f64` lanes
+//! Each block of a row subtracts `F_ik L_ikᵀ` from the pivot `D_i`, accumulated in `f64`. As
+//! `DMat3` arithmetic that is 27 scalar products and 27 scalar sums and differences a block,
+//! after 18 scalar conversions of the two `f32` blocks. The sum is kept instead as three
+//! columns of four `f64` lanes (the fourth zero, never read), and column `k` of the product is
+//! formed as `(F₀ l₀ₖ + F₁ l₁ₖ) + F₂ l₂ₖ` on whole columns (`Fⱼ` the columns of `F_ik`, `lⱼₖ`
+//! entry `k` of column `j` of `L_ik`): the order of glam's `DMat3` product, lane by lane, so
+//! the same bits, in a form the compiler turns into packed `f64` products (four lanes in the
+//! AVX copy, `super::isa`). Measured in `docs/methods/filtered-pcg-cost.md`.
+//!
 //! # Numbers and determinism
 //! Blocks are `f32` (`L`, `D⁻¹`) like `A`: the factor only steers the
 //! iteration, and its round-off changes how fast CG converges, not what it converges to. Each
@@ -1071,7 +1081,7 @@ fn ic0_rows_here(
         let (aii, _) = IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, fi);
         let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
         let scale = diag.abs().max_element();
-        let mut d = aii + DMat3::from_diagonal(diag * alpha);
+        let mut d = PivotSum::new(aii + DMat3::from_diagonal(diag * alpha));
         // F_ik, k ascending, from the F_ij of the j < k that rows i and k both hold.
         for (p, t) in row.enumerate() {
             let c = pat.cols[t] as usize;
@@ -1085,8 +1095,9 @@ fn ic0_rows_here(
             l[t - l_base] = lv;
             // F_ik L_ikᵀ (= F_ik D_k⁻¹ F_ikᵀ, symmetric up to rounding; D_i is symmetrised
             // below).
-            d -= f.as_dmat3() * lv.as_dmat3().transpose();
+            d.subtract_product(f, lv);
         }
+        let d = d.to_dmat3();
         let d = (d + d.transpose()) * 0.5;
         match invert_pivot(&d, scale) {
             Some(inv) => d_inv[i - base] = inv,
@@ -1094,6 +1105,45 @@ fn ic0_rows_here(
         }
     }
     true
+}
+
+/// A pivot block `D_i` while IC(0) accumulates it, by columns of four `f64` lanes (the fourth
+/// zero), so that `D_i −= F_ik L_ikᵀ` runs as SIMD products of whole columns (module doc,
+/// "The pivot's sum in `f64` lanes").
+#[derive(Clone, Copy)]
+struct PivotSum([[f64; 4]; 3]);
+
+impl PivotSum {
+    #[inline(always)]
+    fn new(d: DMat3) -> Self {
+        let column = |c: DVec3| [c.x, c.y, c.z, 0.0];
+        PivotSum([column(d.x_axis), column(d.y_axis), column(d.z_axis)])
+    }
+
+    #[inline(always)]
+    fn to_dmat3(self) -> DMat3 {
+        let column = |c: [f64; 4]| DVec3::new(c[0], c[1], c[2]);
+        DMat3::from_cols(column(self.0[0]), column(self.0[1]), column(self.0[2]))
+    }
+
+    /// `D −= F Lᵀ` in `f64`, the operations of `D -= F.as_dmat3() * L.as_dmat3().transpose()`
+    /// (glam's `DMat3` product: column `k` of `F Lᵀ` is `(F₀ l₀ₖ + F₁ l₁ₖ) + F₂ l₂ₖ` with `Fⱼ`
+    /// the columns of `F` and `lⱼₖ` entry `k` of column `j` of `L`), lane by lane.
+    #[inline(always)]
+    fn subtract_product(&mut self, f: Mat3A, l: Mat3A) {
+        let wide = |c: Vec3A| [c.x as f64, c.y as f64, c.z as f64, 0.0];
+        let (f0, f1, f2) = (wide(f.x_axis), wide(f.y_axis), wide(f.z_axis));
+        let (l0, l1, l2) = (wide(l.x_axis), wide(l.y_axis), wide(l.z_axis));
+        for (k, dk) in self.0.iter_mut().enumerate() {
+            let (a, b, c) = (l0[k], l1[k], l2[k]);
+            *dk = [
+                dk[0] - ((f0[0] * a + f1[0] * b) + f2[0] * c),
+                dk[1] - ((f0[1] * a + f1[1] * b) + f2[1] * c),
+                dk[2] - ((f0[2] * a + f1[2] * b) + f2[2] * c),
+                dk[3] - ((f0[3] * a + f1[3] * b) + f2[3] * c),
+            ];
+        }
+    }
 }
 
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
