@@ -521,7 +521,7 @@ impl IncompleteBlockLdl {
         filters: &[Filter],
         kind: Preconditioner,
     ) -> FactorOutcome {
-        self.factor_with(a, |i| filters[i], kind)
+        self.factor_with(a, |i| &filters[i], kind)
     }
 
     /// [`IncompleteBlockLdl::factor`] with every vertex free (`Ã = A`).
@@ -529,13 +529,13 @@ impl IncompleteBlockLdl {
     /// # Panics
     /// As [`IncompleteBlockLdl::factor`].
     pub fn factor_unfiltered(&mut self, a: &BlockCsr, kind: Preconditioner) -> FactorOutcome {
-        self.factor_with(a, |_| Filter::Free, kind)
+        self.factor_with(a, |_| &Filter::Free, kind)
     }
 
-    pub(crate) fn factor_with(
+    pub(crate) fn factor_with<'f>(
         &mut self,
         a: &BlockCsr,
-        filter: impl Fn(usize) -> Filter + Sync,
+        filter: impl Fn(usize) -> &'f Filter + Sync,
         kind: Preconditioner,
     ) -> FactorOutcome {
         assert_eq!(
@@ -556,10 +556,10 @@ impl IncompleteBlockLdl {
     }
 
     /// IC(0) at the lowest shift that does not break down (module doc, "Breakdown").
-    fn factor_ic0(
+    fn factor_ic0<'f>(
         &mut self,
         a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
+        filter: &(impl Fn(usize) -> &'f Filter + Sync),
     ) -> FactorOutcome {
         let IncompleteBlockLdl {
             pat,
@@ -578,7 +578,7 @@ impl IncompleteBlockLdl {
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_diagonal(a: &BlockCsr, slot: usize, f: Filter) -> (DMat3, f64) {
+    fn filtered_diagonal(a: &BlockCsr, slot: usize, f: &Filter) -> (DMat3, f64) {
         let b = a.block_a(slot).as_dmat3();
         let b = (b + b.transpose()) * 0.5;
         let scale = DVec3::new(b.x_axis.x, b.y_axis.y, b.z_axis.z).max_element();
@@ -600,7 +600,7 @@ impl IncompleteBlockLdl {
 
     /// `Ã_ik = S_i A_ik S_k` for `i ≠ k`.
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_off_diagonal(m: Mat3, fi: Filter, fk: Filter) -> Mat3A {
+    fn filtered_off_diagonal(m: Mat3, fi: &Filter, fk: &Filter) -> Mat3A {
         match (fi, fk) {
             (Filter::Free, Filter::Free) => Mat3A::from(m),
             (Filter::Fixed, _) | (_, Filter::Fixed) => Mat3A::ZERO,
@@ -611,7 +611,7 @@ impl IncompleteBlockLdl {
     /// [`IncompleteBlockLdl::filtered_off_diagonal`] of `A`'s block `slot`, a free pair's
     /// read straight into a `Mat3A` ([`BlockCsr::block_a`]; the same lanes).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: Filter, fk: Filter) -> Mat3A {
+    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: &Filter, fk: &Filter) -> Mat3A {
         match (fi, fk) {
             (Filter::Free, Filter::Free) => a.block_a(slot),
             _ => Self::filtered_off_diagonal(a.values()[slot], fi, fk),
@@ -619,7 +619,7 @@ impl IncompleteBlockLdl {
     }
 
     /// Block SGS: `D_i = Ã_ii` (inverted by the block-Jacobi rules), `L_ik = Ã_ik D_k⁻¹`.
-    fn factor_sgs(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> Filter) {
+    fn factor_sgs<'f>(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> &'f Filter) {
         let values = a.values();
         let pat = &self.pat;
         for i in 0..pat.num_rows() {
@@ -871,11 +871,11 @@ impl<'a> FactorShape<'a> {
 
     /// IC(0) of part `p`'s rows of `Ã + α diag(Ã)`; false on a breakdown pivot. `l`, `d_inv`
     /// and `work` are the part's ranges ([`FactorShape::part_storage`]).
-    pub(crate) fn factor_part(
+    pub(crate) fn factor_part<'f>(
         &self,
         p: usize,
         a: &BlockCsr,
-        filter: &impl Fn(usize) -> Filter,
+        filter: &impl Fn(usize) -> &'f Filter,
         alpha: f64,
         (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
     ) -> bool {
@@ -894,10 +894,10 @@ impl<'a> FactorShape<'a> {
     }
 
     /// IC(0) of the separator's rows (after both parts); the storage is whole.
-    pub(crate) fn factor_separator(
+    pub(crate) fn factor_separator<'f>(
         &self,
         a: &BlockCsr,
-        filter: &impl Fn(usize) -> Filter,
+        filter: &impl Fn(usize) -> &'f Filter,
         alpha: f64,
         (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
     ) -> bool {
@@ -917,10 +917,10 @@ impl<'a> FactorShape<'a> {
     /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
     /// parts' interiors are factored in parallel (each reads only its own rows), then the
     /// separator rows in order.
-    fn try_factor_ic0(
+    fn try_factor_ic0<'f>(
         &self,
         a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
+        filter: &(impl Fn(usize) -> &'f Filter + Sync),
         alpha: f64,
         all: FactorRows<'_>,
     ) -> bool {
@@ -1041,10 +1041,10 @@ impl Solves<'_> {
 /// IC(0) of the rows `rows` (module doc), `F_ik`, `L_ik` and `D_i` up-looking. `s` holds the
 /// rows from row `base.0` (and the `L` blocks from slot `base.1`) on: a part's own rows, or
 /// the whole factor for the separator; every row a part's recurrences read lies in that part.
-fn ic0_rows(
+fn ic0_rows<'f>(
     pat: &FactorPattern,
     a: &BlockCsr,
-    filter: &impl Fn(usize) -> Filter,
+    filter: &impl Fn(usize) -> &'f Filter,
     alpha: f64,
     rows: Range<usize>,
     base: (usize, usize),
@@ -1058,10 +1058,10 @@ fn ic0_rows(
 
 /// [`ic0_rows`] as compiled for the caller's target.
 #[inline(always)]
-fn ic0_rows_here(
+fn ic0_rows_here<'f>(
     pat: &FactorPattern,
     a: &BlockCsr,
-    filter: &impl Fn(usize) -> Filter,
+    filter: &impl Fn(usize) -> &'f Filter,
     alpha: f64,
     rows: Range<usize>,
     (base, l_base): (usize, usize),
@@ -1069,6 +1069,9 @@ fn ic0_rows_here(
 ) -> bool {
     let FactorRows { l, d_inv, work: w } = s;
     for i in rows {
+        // The filters by reference: a `Filter` taken by value (28 bytes) was kept on the
+        // stack and read back with loads that spanned two of its stores
+        // (`docs/methods/filtered-pcg-cost.md`).
         let fi = filter(pat.perm[i] as usize);
         let row = pat.lower(i);
         // w[p]: F_ij of the row's p-th block (a part's row has fewer lower blocks than the
@@ -1248,12 +1251,12 @@ mod tests {
                 let c = pat.cols[t] as usize;
                 w[c] = IncompleteBlockLdl::filtered_off_diagonal(
                     a.values()[pat.src[t] as usize],
-                    f[i],
-                    f[c],
+                    &f[i],
+                    &f[c],
                 );
             }
             let (mut d, _) =
-                IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, f[i]);
+                IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, &f[i]);
             let scale = DVec3::new(d.x_axis.x, d.y_axis.y, d.z_axis.z)
                 .abs()
                 .max_element();

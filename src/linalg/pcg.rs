@@ -175,6 +175,9 @@ pub(super) trait FilterSet: Sync {
     /// Every filter is [`Filter::Free`].
     const ALL_FREE: bool;
     fn get(&self, i: usize) -> Filter;
+    /// Filter `i` where it is stored: for a reader that looks only at its kind first (the
+    /// factorisation, which otherwise copies it through the stack).
+    fn get_ref(&self, i: usize) -> &Filter;
 }
 
 impl FilterSet for &[Filter] {
@@ -182,6 +185,10 @@ impl FilterSet for &[Filter] {
     #[inline(always)]
     fn get(&self, i: usize) -> Filter {
         self[i]
+    }
+    #[inline(always)]
+    fn get_ref(&self, i: usize) -> &Filter {
+        &self[i]
     }
 }
 
@@ -193,6 +200,10 @@ impl FilterSet for AllFree {
     #[inline(always)]
     fn get(&self, _i: usize) -> Filter {
         Filter::Free
+    }
+    #[inline(always)]
+    fn get_ref(&self, _i: usize) -> &Filter {
+        &Filter::Free
     }
 }
 
@@ -443,7 +454,7 @@ fn solve<F: FilterSet>(
                     None => FactorOutcome::Failed,
                 }
             } else {
-                f.factor_with(a, |i| filters.get(i), *kind)
+                f.factor_with(a, |i| filters.get_ref(i), *kind)
             };
             match outcome {
                 FactorOutcome::Factored { shift } => {
