@@ -991,15 +991,19 @@ impl Solves<'_> {
         base: usize,
     ) {
         let pat = self.pat;
-        for i in rows {
-            let v = pat.perm[i] as usize;
+        for ((&v, ends), d_inv) in pat.perm[rows.clone()]
+            .iter()
+            .zip(pat.offsets[rows.start..rows.end + 1].windows(2))
+            .zip(&self.d_inv[rows])
+        {
+            let v = v as usize;
             let mut acc = Vec3A::from(sweep.rhs(v));
-            let row = pat.lower(i);
+            let row = ends[0] as usize..ends[1] as usize;
             for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
                 acc -= *lb * y[c as usize - base];
             }
             y[v - base] = acc;
-            w[v - base] = self.d_inv[i] * acc;
+            w[v - base] = *d_inv * acc;
         }
     }
 
@@ -1020,10 +1024,14 @@ impl Solves<'_> {
     ) -> f64 {
         let pat = self.pat;
         let mut sum = 0.0;
-        for i in rows.rev() {
-            let v = pat.perm[i] as usize;
+        for (&v, ends) in pat.perm[rows.clone()]
+            .iter()
+            .zip(pat.offsets[rows.start..rows.end + 1].windows(2))
+            .rev()
+        {
+            let v = v as usize;
             let xi = w[v - base];
-            let row = pat.lower(i);
+            let row = ends[0] as usize..ends[1] as usize;
             // Descending columns: the block of the row solved next (usually the last column)
             // goes first, so that row's `x` is ready while the others are scattered.
             for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]).rev() {

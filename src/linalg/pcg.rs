@@ -727,7 +727,7 @@ impl<F: FilterSet> super::block_ldl::Sweep for ResidualSweep<'_, F> {
         let s = if F::ALL_FREE {
             x
         } else {
-            self.filters.get(v).apply(x)
+            self.filters.get_ref(v).apply(x)
         };
         (s, dot_f64(self.r[v], s))
     }
@@ -763,7 +763,7 @@ impl<F: FilterSet> super::block_ldl::Sweep for UpdateSweep<'_, F> {
         let s = if F::ALL_FREE {
             x
         } else {
-            self.filters.get(v).apply(x)
+            self.filters.get_ref(v).apply(x)
         };
         (s, dot_f64(self.r[v - self.base], s))
     }
@@ -859,7 +859,7 @@ fn product_rows_here<F: FilterSet>(
     let mut acc = 0.0;
     for (k, qi) in q.iter_mut().enumerate() {
         let i = first + k;
-        *qi = filters.get(i).apply(a.row_product(i, c));
+        *qi = filters.get_ref(i).apply(a.row_product(i, c));
         acc += dot_f64(c[i], *qi);
     }
     acc
