@@ -814,7 +814,7 @@ pub(super) fn direction_rows<F: FilterSet>(
             Some(beta) => *si + *ci * beta,
             None => *si,
         };
-        *ci = filters.get(first + k).apply(v);
+        *ci = filters.get_ref(first + k).apply(v);
     }
 }
 
@@ -857,10 +857,13 @@ fn product_rows_here<F: FilterSet>(
     q: &mut [Vec3],
 ) -> f64 {
     let mut acc = 0.0;
-    for (k, qi) in q.iter_mut().enumerate() {
-        let i = first + k;
-        *qi = filters.get_ref(i).apply(a.row_product(i, c));
-        acc += dot_f64(c[i], *qi);
+    // The rows' offsets and `c` zipped with `q`: fewer bounds checks a row.
+    let offsets = &a.pattern().row_offsets()[first..first + q.len() + 1];
+    let rows_c = &c[first..first + q.len()];
+    for (k, ((qi, ends), ci)) in q.iter_mut().zip(offsets.windows(2)).zip(rows_c).enumerate() {
+        let slots = ends[0] as usize..ends[1] as usize;
+        *qi = filters.get_ref(first + k).apply(a.slots_product(slots, c));
+        acc += dot_f64(*ci, *qi);
     }
     acc
 }
