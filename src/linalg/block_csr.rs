@@ -8,6 +8,7 @@
 //! `y_i`; a symmetric matrix stores block `(j, i)` as the transpose of block `(i, j)`.
 #![deny(unsafe_code)]
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use glam::{Mat3, Mat3A, Vec3, Vec3A, Vec4, Vec4Swizzles};
@@ -100,7 +101,14 @@ impl BlockCsr {
     #[inline(always)]
     #[must_use]
     pub fn row_product(&self, i: usize, x: &[Vec3]) -> Vec3 {
-        let range = self.pattern.row_range(i);
+        self.slots_product(self.pattern.row_range(i), x)
+    }
+
+    /// [`BlockCsr::row_product`] of the row whose slots are `range` (`row_range(i)`), for a
+    /// pass that walks the row offsets itself.
+    #[inline(always)]
+    #[must_use]
+    pub fn slots_product(&self, range: Range<usize>, x: &[Vec3]) -> Vec3 {
         let cols = &self.pattern.cols()[range.clone()];
         // Each block's columns are read as three 4-lane loads from its 9 floats (column-major:
         // x axis at 0..3, y at 3..6, z at 6..9; the loads at 0..4, 3..7 and 5..9, the last

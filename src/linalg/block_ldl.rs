@@ -129,6 +129,16 @@
 //! are left. The terms are taken in ascending `j`, the order of the scratch-row loop, so the
 //! factor's values are the same.
 //!
+//! # The pivot's sum in `f64` lanes
+//! Each block of a row subtracts `F_ik L_ikᵀ` from the pivot `D_i`, accumulated in `f64`. As
+//! `DMat3` arithmetic that is 27 scalar products and 27 scalar sums and differences a block,
+//! after 18 scalar conversions of the two `f32` blocks. The sum is kept instead as three
+//! columns of four `f64` lanes (the fourth zero, never read), and column `k` of the product is
+//! formed as `(F₀ l₀ₖ + F₁ l₁ₖ) + F₂ l₂ₖ` on whole columns (`Fⱼ` the columns of `F_ik`, `lⱼₖ`
+//! entry `k` of column `j` of `L_ik`): the order of glam's `DMat3` product, lane by lane, so
+//! the same bits, in a form the compiler turns into packed `f64` products (four lanes in the
+//! AVX copy, `super::isa`). Measured in `docs/methods/filtered-pcg-cost.md`.
+//!
 //! # Numbers and determinism
 //! Blocks are `f32` (`L`, `D⁻¹`) like `A`: the factor only steers the
 //! iteration, and its round-off changes how fast CG converges, not what it converges to. Each
@@ -511,7 +521,7 @@ impl IncompleteBlockLdl {
         filters: &[Filter],
         kind: Preconditioner,
     ) -> FactorOutcome {
-        self.factor_with(a, |i| filters[i], kind)
+        self.factor_with(a, |i| &filters[i], kind)
     }
 
     /// [`IncompleteBlockLdl::factor`] with every vertex free (`Ã = A`).
@@ -519,13 +529,13 @@ impl IncompleteBlockLdl {
     /// # Panics
     /// As [`IncompleteBlockLdl::factor`].
     pub fn factor_unfiltered(&mut self, a: &BlockCsr, kind: Preconditioner) -> FactorOutcome {
-        self.factor_with(a, |_| Filter::Free, kind)
+        self.factor_with(a, |_| &Filter::Free, kind)
     }
 
-    pub(crate) fn factor_with(
+    pub(crate) fn factor_with<'f>(
         &mut self,
         a: &BlockCsr,
-        filter: impl Fn(usize) -> Filter + Sync,
+        filter: impl Fn(usize) -> &'f Filter + Sync,
         kind: Preconditioner,
     ) -> FactorOutcome {
         assert_eq!(
@@ -546,10 +556,10 @@ impl IncompleteBlockLdl {
     }
 
     /// IC(0) at the lowest shift that does not break down (module doc, "Breakdown").
-    fn factor_ic0(
+    fn factor_ic0<'f>(
         &mut self,
         a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
+        filter: &(impl Fn(usize) -> &'f Filter + Sync),
     ) -> FactorOutcome {
         let IncompleteBlockLdl {
             pat,
@@ -568,7 +578,7 @@ impl IncompleteBlockLdl {
 
     /// `Ã_ii` in `f64` (symmetrised) and its scale `c_i` (largest diagonal entry of `A_ii`).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_diagonal(a: &BlockCsr, slot: usize, f: Filter) -> (DMat3, f64) {
+    fn filtered_diagonal(a: &BlockCsr, slot: usize, f: &Filter) -> (DMat3, f64) {
         let b = a.block_a(slot).as_dmat3();
         let b = (b + b.transpose()) * 0.5;
         let scale = DVec3::new(b.x_axis.x, b.y_axis.y, b.z_axis.z).max_element();
@@ -590,7 +600,7 @@ impl IncompleteBlockLdl {
 
     /// `Ã_ik = S_i A_ik S_k` for `i ≠ k`.
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_off_diagonal(m: Mat3, fi: Filter, fk: Filter) -> Mat3A {
+    fn filtered_off_diagonal(m: Mat3, fi: &Filter, fk: &Filter) -> Mat3A {
         match (fi, fk) {
             (Filter::Free, Filter::Free) => Mat3A::from(m),
             (Filter::Fixed, _) | (_, Filter::Fixed) => Mat3A::ZERO,
@@ -601,7 +611,7 @@ impl IncompleteBlockLdl {
     /// [`IncompleteBlockLdl::filtered_off_diagonal`] of `A`'s block `slot`, a free pair's
     /// read straight into a `Mat3A` ([`BlockCsr::block_a`]; the same lanes).
     #[inline(always)] // into ic0_rows's AVX copy (`super::isa`)
-    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: Filter, fk: Filter) -> Mat3A {
+    fn filtered_off_diagonal_at(a: &BlockCsr, slot: usize, fi: &Filter, fk: &Filter) -> Mat3A {
         match (fi, fk) {
             (Filter::Free, Filter::Free) => a.block_a(slot),
             _ => Self::filtered_off_diagonal(a.values()[slot], fi, fk),
@@ -609,7 +619,7 @@ impl IncompleteBlockLdl {
     }
 
     /// Block SGS: `D_i = Ã_ii` (inverted by the block-Jacobi rules), `L_ik = Ã_ik D_k⁻¹`.
-    fn factor_sgs(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> Filter) {
+    fn factor_sgs<'f>(&mut self, a: &BlockCsr, filter: &impl Fn(usize) -> &'f Filter) {
         let values = a.values();
         let pat = &self.pat;
         for i in 0..pat.num_rows() {
@@ -861,11 +871,11 @@ impl<'a> FactorShape<'a> {
 
     /// IC(0) of part `p`'s rows of `Ã + α diag(Ã)`; false on a breakdown pivot. `l`, `d_inv`
     /// and `work` are the part's ranges ([`FactorShape::part_storage`]).
-    pub(crate) fn factor_part(
+    pub(crate) fn factor_part<'f>(
         &self,
         p: usize,
         a: &BlockCsr,
-        filter: &impl Fn(usize) -> Filter,
+        filter: &impl Fn(usize) -> &'f Filter,
         alpha: f64,
         (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
     ) -> bool {
@@ -884,10 +894,10 @@ impl<'a> FactorShape<'a> {
     }
 
     /// IC(0) of the separator's rows (after both parts); the storage is whole.
-    pub(crate) fn factor_separator(
+    pub(crate) fn factor_separator<'f>(
         &self,
         a: &BlockCsr,
-        filter: &impl Fn(usize) -> Filter,
+        filter: &impl Fn(usize) -> &'f Filter,
         alpha: f64,
         (l, d_inv, work): (&mut [Mat3A], &mut [Mat3A], &mut [Mat3A]),
     ) -> bool {
@@ -907,10 +917,10 @@ impl<'a> FactorShape<'a> {
     /// One IC(0) attempt on `Ã + α diag(Ã)`; false on a breakdown pivot (module doc). The
     /// parts' interiors are factored in parallel (each reads only its own rows), then the
     /// separator rows in order.
-    fn try_factor_ic0(
+    fn try_factor_ic0<'f>(
         &self,
         a: &BlockCsr,
-        filter: &(impl Fn(usize) -> Filter + Sync),
+        filter: &(impl Fn(usize) -> &'f Filter + Sync),
         alpha: f64,
         all: FactorRows<'_>,
     ) -> bool {
@@ -981,15 +991,19 @@ impl Solves<'_> {
         base: usize,
     ) {
         let pat = self.pat;
-        for i in rows {
-            let v = pat.perm[i] as usize;
+        for ((&v, ends), d_inv) in pat.perm[rows.clone()]
+            .iter()
+            .zip(pat.offsets[rows.start..rows.end + 1].windows(2))
+            .zip(&self.d_inv[rows])
+        {
+            let v = v as usize;
             let mut acc = Vec3A::from(sweep.rhs(v));
-            let row = pat.lower(i);
+            let row = ends[0] as usize..ends[1] as usize;
             for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]) {
                 acc -= *lb * y[c as usize - base];
             }
             y[v - base] = acc;
-            w[v - base] = self.d_inv[i] * acc;
+            w[v - base] = *d_inv * acc;
         }
     }
 
@@ -1010,10 +1024,14 @@ impl Solves<'_> {
     ) -> f64 {
         let pat = self.pat;
         let mut sum = 0.0;
-        for i in rows.rev() {
-            let v = pat.perm[i] as usize;
+        for (&v, ends) in pat.perm[rows.clone()]
+            .iter()
+            .zip(pat.offsets[rows.start..rows.end + 1].windows(2))
+            .rev()
+        {
+            let v = v as usize;
             let xi = w[v - base];
-            let row = pat.lower(i);
+            let row = ends[0] as usize..ends[1] as usize;
             // Descending columns: the block of the row solved next (usually the last column)
             // goes first, so that row's `x` is ready while the others are scattered.
             for (lb, &c) in self.l[row.clone()].iter().zip(&pat.natural_cols[row]).rev() {
@@ -1031,10 +1049,10 @@ impl Solves<'_> {
 /// IC(0) of the rows `rows` (module doc), `F_ik`, `L_ik` and `D_i` up-looking. `s` holds the
 /// rows from row `base.0` (and the `L` blocks from slot `base.1`) on: a part's own rows, or
 /// the whole factor for the separator; every row a part's recurrences read lies in that part.
-fn ic0_rows(
+fn ic0_rows<'f>(
     pat: &FactorPattern,
     a: &BlockCsr,
-    filter: &impl Fn(usize) -> Filter,
+    filter: &impl Fn(usize) -> &'f Filter,
     alpha: f64,
     rows: Range<usize>,
     base: (usize, usize),
@@ -1048,10 +1066,10 @@ fn ic0_rows(
 
 /// [`ic0_rows`] as compiled for the caller's target.
 #[inline(always)]
-fn ic0_rows_here(
+fn ic0_rows_here<'f>(
     pat: &FactorPattern,
     a: &BlockCsr,
-    filter: &impl Fn(usize) -> Filter,
+    filter: &impl Fn(usize) -> &'f Filter,
     alpha: f64,
     rows: Range<usize>,
     (base, l_base): (usize, usize),
@@ -1059,6 +1077,9 @@ fn ic0_rows_here(
 ) -> bool {
     let FactorRows { l, d_inv, work: w } = s;
     for i in rows {
+        // The filters by reference: a `Filter` taken by value (28 bytes) was kept on the
+        // stack and read back with loads that spanned two of its stores
+        // (`docs/methods/filtered-pcg-cost.md`).
         let fi = filter(pat.perm[i] as usize);
         let row = pat.lower(i);
         // w[p]: F_ij of the row's p-th block (a part's row has fewer lower blocks than the
@@ -1071,7 +1092,7 @@ fn ic0_rows_here(
         let (aii, _) = IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, fi);
         let diag = DVec3::new(aii.x_axis.x, aii.y_axis.y, aii.z_axis.z);
         let scale = diag.abs().max_element();
-        let mut d = aii + DMat3::from_diagonal(diag * alpha);
+        let mut d = PivotSum::new(aii + DMat3::from_diagonal(diag * alpha));
         // F_ik, k ascending, from the F_ij of the j < k that rows i and k both hold.
         for (p, t) in row.enumerate() {
             let c = pat.cols[t] as usize;
@@ -1085,8 +1106,9 @@ fn ic0_rows_here(
             l[t - l_base] = lv;
             // F_ik L_ikᵀ (= F_ik D_k⁻¹ F_ikᵀ, symmetric up to rounding; D_i is symmetrised
             // below).
-            d -= f.as_dmat3() * lv.as_dmat3().transpose();
+            d.subtract_product(f, lv);
         }
+        let d = d.to_dmat3();
         let d = (d + d.transpose()) * 0.5;
         match invert_pivot(&d, scale) {
             Some(inv) => d_inv[i - base] = inv,
@@ -1094,6 +1116,45 @@ fn ic0_rows_here(
         }
     }
     true
+}
+
+/// A pivot block `D_i` while IC(0) accumulates it, by columns of four `f64` lanes (the fourth
+/// zero), so that `D_i −= F_ik L_ikᵀ` runs as SIMD products of whole columns (module doc,
+/// "The pivot's sum in `f64` lanes").
+#[derive(Clone, Copy)]
+struct PivotSum([[f64; 4]; 3]);
+
+impl PivotSum {
+    #[inline(always)]
+    fn new(d: DMat3) -> Self {
+        let column = |c: DVec3| [c.x, c.y, c.z, 0.0];
+        PivotSum([column(d.x_axis), column(d.y_axis), column(d.z_axis)])
+    }
+
+    #[inline(always)]
+    fn to_dmat3(self) -> DMat3 {
+        let column = |c: [f64; 4]| DVec3::new(c[0], c[1], c[2]);
+        DMat3::from_cols(column(self.0[0]), column(self.0[1]), column(self.0[2]))
+    }
+
+    /// `D −= F Lᵀ` in `f64`, the operations of `D -= F.as_dmat3() * L.as_dmat3().transpose()`
+    /// (glam's `DMat3` product: column `k` of `F Lᵀ` is `(F₀ l₀ₖ + F₁ l₁ₖ) + F₂ l₂ₖ` with `Fⱼ`
+    /// the columns of `F` and `lⱼₖ` entry `k` of column `j` of `L`), lane by lane.
+    #[inline(always)]
+    fn subtract_product(&mut self, f: Mat3A, l: Mat3A) {
+        let wide = |c: Vec3A| [c.x as f64, c.y as f64, c.z as f64, 0.0];
+        let (f0, f1, f2) = (wide(f.x_axis), wide(f.y_axis), wide(f.z_axis));
+        let (l0, l1, l2) = (wide(l.x_axis), wide(l.y_axis), wide(l.z_axis));
+        for (k, dk) in self.0.iter_mut().enumerate() {
+            let (a, b, c) = (l0[k], l1[k], l2[k]);
+            *dk = [
+                dk[0] - ((f0[0] * a + f1[0] * b) + f2[0] * c),
+                dk[1] - ((f0[1] * a + f1[1] * b) + f2[1] * c),
+                dk[2] - ((f0[2] * a + f1[2] * b) + f2[2] * c),
+                dk[3] - ((f0[3] * a + f1[3] * b) + f2[3] * c),
+            ];
+        }
+    }
 }
 
 /// `D⁻¹` in `f32` when the symmetric `d` passes the pivot test of
@@ -1198,12 +1259,12 @@ mod tests {
                 let c = pat.cols[t] as usize;
                 w[c] = IncompleteBlockLdl::filtered_off_diagonal(
                     a.values()[pat.src[t] as usize],
-                    f[i],
-                    f[c],
+                    &f[i],
+                    &f[c],
                 );
             }
             let (mut d, _) =
-                IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, f[i]);
+                IncompleteBlockLdl::filtered_diagonal(a, pat.diag_slot[i] as usize, &f[i]);
             let scale = DVec3::new(d.x_axis.x, d.y_axis.y, d.z_axis.z)
                 .abs()
                 .max_element();

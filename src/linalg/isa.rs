@@ -17,9 +17,10 @@
 //! product pass against its baseline copy; `block_ldl`: the factor against a reference loop
 //! compiled for the baseline), and drape-65's `state_hash` is the same.
 //!
-//! Used by the product pass (`pcg::product_rows`: about 0.7 of the baseline's CPU time) and
-//! the IC(0) factorisation (`block_ldl::ic0_rows`: about 0.9). The triangular sweeps are left
-//! on the baseline: compiled with AVX they measured no faster.
+//! Used by the product pass (`pcg::product_rows`: about 0.7 of the baseline's CPU time), the
+//! residual pass of a solve's set-up (`pcg::residual_rows`, the same row products) and the
+//! IC(0) factorisation (`block_ldl::ic0_rows`: about 0.9). The triangular sweeps are left on
+//! the baseline: compiled with AVX they measured no faster.
 //!
 //! On other architectures, or on an x86-64 CPU without AVX, the closure runs as compiled.
 #![allow(unsafe_code)]

@@ -175,6 +175,9 @@ pub(super) trait FilterSet: Sync {
     /// Every filter is [`Filter::Free`].
     const ALL_FREE: bool;
     fn get(&self, i: usize) -> Filter;
+    /// Filter `i` where it is stored: for a reader that looks only at its kind first (the
+    /// factorisation, which otherwise copies it through the stack).
+    fn get_ref(&self, i: usize) -> &Filter;
 }
 
 impl FilterSet for &[Filter] {
@@ -182,6 +185,10 @@ impl FilterSet for &[Filter] {
     #[inline(always)]
     fn get(&self, i: usize) -> Filter {
         self[i]
+    }
+    #[inline(always)]
+    fn get_ref(&self, i: usize) -> &Filter {
+        &self[i]
     }
 }
 
@@ -193,6 +200,10 @@ impl FilterSet for AllFree {
     #[inline(always)]
     fn get(&self, _i: usize) -> Filter {
         Filter::Free
+    }
+    #[inline(always)]
+    fn get_ref(&self, _i: usize) -> &Filter {
+        &Filter::Free
     }
 }
 
@@ -443,7 +454,7 @@ fn solve<F: FilterSet>(
                     None => FactorOutcome::Failed,
                 }
             } else {
-                f.factor_with(a, |i| filters.get(i), *kind)
+                f.factor_with(a, |i| filters.get_ref(i), *kind)
             };
             match outcome {
                 FactorOutcome::Factored { shift } => {
@@ -665,9 +676,26 @@ fn residual_pass<F: FilterSet>(
     }
 }
 
-/// `r = S (b - A x)` on the rows `first..first + r.len()` (`x` whole; `None` means 0).
+/// `r = S (b - A x)` on the rows `first..first + r.len()` (`x` whole; `None` means 0), in
+/// the AVX copy when the CPU has it (`super::isa`; the same operations, so the same bits).
 #[inline]
 pub(super) fn residual_rows<F: FilterSet>(
+    a: &BlockCsr,
+    b: &[Vec3],
+    x: Option<&[Vec3]>,
+    filters: &F,
+    first: usize,
+    r: &mut [Vec3],
+) {
+    with_best_isa(
+        #[inline(always)]
+        || residual_rows_here(a, b, x, filters, first, r),
+    );
+}
+
+/// [`residual_rows`] as compiled for the caller's target.
+#[inline(always)]
+fn residual_rows_here<F: FilterSet>(
     a: &BlockCsr,
     b: &[Vec3],
     x: Option<&[Vec3]>,
@@ -699,7 +727,7 @@ impl<F: FilterSet> super::block_ldl::Sweep for ResidualSweep<'_, F> {
         let s = if F::ALL_FREE {
             x
         } else {
-            self.filters.get(v).apply(x)
+            self.filters.get_ref(v).apply(x)
         };
         (s, dot_f64(self.r[v], s))
     }
@@ -735,7 +763,7 @@ impl<F: FilterSet> super::block_ldl::Sweep for UpdateSweep<'_, F> {
         let s = if F::ALL_FREE {
             x
         } else {
-            self.filters.get(v).apply(x)
+            self.filters.get_ref(v).apply(x)
         };
         (s, dot_f64(self.r[v - self.base], s))
     }
@@ -786,7 +814,7 @@ pub(super) fn direction_rows<F: FilterSet>(
             Some(beta) => *si + *ci * beta,
             None => *si,
         };
-        *ci = filters.get(first + k).apply(v);
+        *ci = filters.get_ref(first + k).apply(v);
     }
 }
 
@@ -829,10 +857,13 @@ fn product_rows_here<F: FilterSet>(
     q: &mut [Vec3],
 ) -> f64 {
     let mut acc = 0.0;
-    for (k, qi) in q.iter_mut().enumerate() {
-        let i = first + k;
-        *qi = filters.get(i).apply(a.row_product(i, c));
-        acc += dot_f64(c[i], *qi);
+    // The rows' offsets and `c` zipped with `q`: fewer bounds checks a row.
+    let offsets = &a.pattern().row_offsets()[first..first + q.len() + 1];
+    let rows_c = &c[first..first + q.len()];
+    for (k, ((qi, ends), ci)) in q.iter_mut().zip(offsets.windows(2)).zip(rows_c).enumerate() {
+        let slots = ends[0] as usize..ends[1] as usize;
+        *qi = filters.get_ref(first + k).apply(a.slots_product(slots, c));
+        acc += dot_f64(*ci, *qi);
     }
     acc
 }

@@ -245,7 +245,7 @@ impl<F: FilterSet> CrewSolve<'_, F> {
             )
         };
         self.shape
-            .factor_separator(self.a, &|i| filters.get(i), alpha, storage)
+            .factor_separator(self.a, &|i| filters.get_ref(i), alpha, storage)
     }
 
     /// `dv = z` (`z` if used, else 0). Run by the leader while no phase is open.
@@ -377,9 +377,9 @@ impl<F: FilterSet> Phases for CrewSolve<'_, F> {
                         self.scratch.rows_mut(rows),
                     )
                 };
-                let ok = self
-                    .shape
-                    .factor_part(task, self.a, &|i| filters.get(i), alpha, storage);
+                let ok =
+                    self.shape
+                        .factor_part(task, self.a, &|i| filters.get_ref(i), alpha, storage);
                 self.part_factored[task].store(ok, Ordering::Relaxed);
             }
             CONSTRAIN_START | CONSTRAIN_END => {
@@ -488,8 +488,8 @@ pub(super) fn solve<F: FilterSet>(
     let n = vectors.c.len();
     let chunks = num_chunks(n);
     // Block SGS has no parts to factor in parallel: factored here, on the calling thread.
-    let factored =
-        (kind != Preconditioner::BlockIc0).then(|| factor.factor_with(a, |i| filters.get(i), kind));
+    let factored = (kind != Preconditioner::BlockIc0)
+        .then(|| factor.factor_with(a, |i| filters.get_ref(i), kind));
     let FactorStorage {
         shape,
         l,
