@@ -268,6 +268,10 @@ struct VertexConstraint {
 /// The constraint of one vertex at `x` with velocity `v` (module doc): a contact with
 /// every collider it touches or is predicted to reach within η during the substep, or stays
 /// engaged with; the filter and `z` from the first one or two, `y` from the deepest.
+///
+/// Inlined into the chunk loop of [`Constraints::build`]: called once per vertex, most
+/// vertices touch nothing, and out of line it built and copied its whole result.
+#[inline(always)]
 fn vertex_constraint(
     h: f32,
     x: Vec3,
