@@ -159,6 +159,21 @@ impl Shape {
         }
     }
 
+    /// Radius of the smallest ball about the local origin holding the shape: a lower bound
+    /// `|q| − r` on the signed distance of every local point `q`; infinite for the plane.
+    #[must_use]
+    pub fn bounding_radius(&self) -> f32 {
+        match *self {
+            Shape::Plane => f32::INFINITY,
+            Shape::Sphere { radius } => radius,
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => radius + half_length,
+            Shape::Cuboid { half_extents } => half_extents.length(),
+        }
+    }
+
     /// Signed distance and outward normal at world point `p` for the shape
     /// placed at `pose`.
     #[must_use]

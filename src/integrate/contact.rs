@@ -142,7 +142,10 @@ impl Constraints {
     ///
     /// Every vertex is decided on its own ([`vertex_constraint`]), so the vertices run in
     /// the fixed chunks of [`reduce::sum_chunks_mut`]; the active count is an integer sum,
-    /// exact in any order.
+    /// exact in any order. A collider a vertex certainly cannot reach this substep is skipped
+    /// before its exact test by a bound with a margin ([`out_of_reach`]): the same result,
+    /// without the rotations, square root and divide of `surface_point` for the vertices far
+    /// from it.
     ///
     /// # Panics
     /// If `x` or `v` does not have one row per vertex of the buffers.
@@ -265,6 +268,10 @@ struct VertexConstraint {
 /// The constraint of one vertex at `x` with velocity `v` (module doc): a contact with
 /// every collider it touches or is predicted to reach within η during the substep, or stays
 /// engaged with; the filter and `z` from the first one or two, `y` from the deepest.
+///
+/// Inlined into the chunk loop of [`Constraints::build`]: called once per vertex, most
+/// vertices touch nothing, and out of line it built and copied its whole result.
+#[inline(always)]
 fn vertex_constraint(
     h: f32,
     x: Vec3,
@@ -286,7 +293,11 @@ fn vertex_constraint(
     // (η − d) of the deepest contact: positive pushes out to the offset,
     // negative brings a vertex predicted to arrive down onto it.
     let mut deepest = f32::MIN;
+    let reach = thickness.max(thickness + band);
     for (c, col) in colliders.iter().enumerate() {
+        if out_of_reach(col, h, x, v, reach) {
+            continue;
+        }
         let sp = col.shape.surface_point(&col.pose, x);
         let vs = col.motion.velocity_at(col.pose.translation, x);
         let approach = (v - vs).dot(sp.normal);
@@ -353,6 +364,36 @@ fn vertex_constraint(
     out
 }
 
+/// Relative margin of [`out_of_reach`]: covers the rounding of `surface_point`, of the
+/// prediction and of the bound itself (each a few units in the last place, about 1e-7
+/// relative) and a rotation whose squared norm is off 1 by up to [`UNIT_ROTATION_SLACK`].
+const REACH_MARGIN: f32 = 1e-4;
+
+/// How far from 1 a pose's squared quaternion norm may be for [`out_of_reach`] to bound it.
+const UNIT_ROTATION_SLACK: f32 = 1e-5;
+
+/// True when collider `col` certainly takes no part in the vertex's constraint: neither
+/// `predicted < η` nor `keep` of [`vertex_constraint`] can hold, so the exact test may be
+/// skipped with the same result. With `s = |x − t|` (the same rounded `x − t` the exact test
+/// rotates) and the shape's [`Shape::bounding_radius`](crate::collide::shapes::Shape::bounding_radius)
+/// `r`, the distance is at least `s − r`; the approach speed `|(v − v_s)·n|` is at most
+/// `|v − v_lin| + |ω| s`, so the prediction is at least `s − r − h(|v − v_lin| + |ω| s)`,
+/// which must clear `reach` (the larger of η and η + band) by [`REACH_MARGIN`] of the
+/// magnitudes involved. A plane (infinite radius), a rotation far from unit or any NaN
+/// never passes: those vertices take the exact test.
+#[inline]
+fn out_of_reach(col: &ColliderView, h: f32, x: Vec3, v: Vec3, reach: f32) -> bool {
+    let rotation_norm2 = col.pose.rotation.length_squared();
+    if (rotation_norm2 - 1.0).abs() > UNIT_ROTATION_SLACK {
+        return false;
+    }
+    let s = (x - col.pose.translation).length();
+    let r = col.shape.bounding_radius();
+    let travel =
+        h * ((v - col.motion.linear_velocity).length() + col.motion.angular_velocity.length() * s);
+    s - r - travel - REACH_MARGIN * (s + r + travel) >= reach + REACH_MARGIN * reach.abs()
+}
+
 /// One friction coefficient per pair from both sides: the geometric mean
 /// √(μ_a μ_b), symmetric and 0 if either side is frictionless.
 #[must_use]
@@ -372,6 +413,67 @@ mod tests {
             motion: Motion::default(),
             friction,
         }
+    }
+
+    /// Wherever [`out_of_reach`] skips a collider, the exact test of [`vertex_constraint`]
+    /// (prediction or engaged band) would not have taken it either: points and velocities on
+    /// a lattice around every shape, rotated and moving, many of them just past the reach.
+    #[test]
+    fn out_of_reach_skips_only_colliders_the_exact_test_rejects() {
+        let shapes = [
+            Shape::Sphere { radius: 0.3 },
+            Shape::Capsule {
+                radius: 0.1,
+                half_length: 0.4,
+            },
+            Shape::Cuboid {
+                half_extents: Vec3::new(0.2, 0.05, 0.3),
+            },
+            Shape::Plane,
+        ];
+        let pose = Pose {
+            translation: Vec3::new(0.1, 0.4, -0.2),
+            rotation: glam::Quat::from_euler(glam::EulerRot::XYZ, 0.3, 0.7, -0.4),
+        };
+        let motion = Motion {
+            linear_velocity: Vec3::new(0.5, -0.2, 0.1),
+            angular_velocity: Vec3::new(1.0, 2.0, -0.5),
+        };
+        let (h, thickness): (f32, f32) = (1.0 / 120.0, 0.004);
+        let reach = thickness.max(1.5 * thickness);
+        let mut skipped = 0;
+        for shape in shapes {
+            let col = ColliderView {
+                shape,
+                pose,
+                motion,
+                friction: 0.3,
+            };
+            let r = shape.bounding_radius().min(1.0);
+            for i in 0..2000 {
+                let k = i as f32;
+                let dir =
+                    Vec3::new((k * 0.37).sin(), (k * 0.71).cos(), (k * 0.13).sin()).normalize();
+                let speed = 3.0 * (k * 0.011).fract();
+                let v = speed * Vec3::new((k * 0.53).cos(), (k * 0.29).sin(), 1.0).normalize();
+                // Distances from the centre straddling the bound r + reach + travel.
+                let travel = h * (speed + 0.5 + motion.angular_velocity.length() * (r + 0.1));
+                let dist = r + reach + travel * (k * 0.0007).fract() * 2.0;
+                let x = pose.translation + dist * dir;
+                if !out_of_reach(&col, h, x, v, reach) {
+                    continue;
+                }
+                skipped += 1;
+                let sp = shape.surface_point(&pose, x);
+                let vs = motion.velocity_at(pose.translation, x);
+                let predicted = sp.distance + h * (v - vs).dot(sp.normal).min(0.0);
+                assert!(
+                    predicted >= thickness && sp.distance >= reach,
+                    "{shape:?} {x} {v}"
+                );
+            }
+        }
+        assert!(skipped > 1000, "the lattice skipped only {skipped}");
     }
 
     #[test]
