@@ -196,6 +196,13 @@ const DIVERGED_FACTOR: f64 = 4.0;
 /// How often a contact row may change between active and released in one projection.
 const MAX_CONTACT_TOGGLES: u8 = 2;
 
+/// The line search's acceptance: a step may at most double the largest scaled violation
+/// (`docs/methods/isometric-model.md` §A25).
+const LINE_SEARCH_GROWTH: f64 = 2.0;
+
+/// The line search's halvings of a step at most.
+const LINE_SEARCH_HALVINGS: u32 = 8;
+
 /// The obstacles seen by contact rows that follow them ([`GaussNewtonProjection::project_in_contact`]).
 pub trait ContactGeometry {
     /// The contact plane of `vertex` at `x`: `(n, target)` with `n` the unit outward normal at
@@ -532,6 +539,13 @@ pub struct ProjectionSettings {
     /// When the self-stress is taken out of the proximal rows' multipliers before they warm
     /// start the next projection ([`SelfStressFilter`]).
     pub self_stress_filter: SelfStressFilter,
+    /// Backtracking on a Gauss–Newton step whose largest scaled violation exceeds twice that
+    /// of the iterate it starts from (`docs/methods/isometric-model.md` §A25). `false` (the
+    /// default): the full step, as the thesis takes it.
+    pub line_search: bool,
+    /// Longest node move of one Gauss–Newton step, in metres: a longer step is shortened as a
+    /// whole (`docs/methods/isometric-model.md` §A25). `f64::INFINITY` (the default): no bound.
+    pub step_bound: f64,
 }
 
 /// When a projection takes the self-stress out of the multipliers of its
@@ -604,6 +618,8 @@ impl Default for ProjectionSettings {
             test_monitored_strain: false,
             factor_reuse: FactorReuse::default(),
             self_stress_filter: SelfStressFilter::Off,
+            line_search: false,
+            step_bound: f64::INFINITY,
         }
     }
 }
@@ -709,6 +725,11 @@ pub struct GaussNewtonProjection {
     /// Per contact row: how often its activity changed in this projection (capped, so that
     /// the active set cannot cycle).
     contact_toggles: Vec<u8>,
+    /// The iterate a Gauss–Newton step starts from, and the full step's end (step control).
+    step_from: Vec<DVec3>,
+    step_full: Vec<DVec3>,
+    /// The multipliers a Gauss–Newton step starts from (step control).
+    z_from: Vec<f64>,
     contact_capacity: usize,
     contact_overflows: u32,
     pcg: ScalarPcgWorkspace,
@@ -880,6 +901,9 @@ impl GaussNewtonProjection {
             contacts: Vec::with_capacity(contact_capacity),
             contact_active: Vec::with_capacity(contact_capacity),
             contact_toggles: Vec::with_capacity(contact_capacity),
+            step_from: vec![DVec3::ZERO; num_vertices],
+            step_full: vec![DVec3::ZERO; num_vertices],
+            z_from: vec![0.0; total],
             contact_capacity,
             contact_overflows: 0,
             pcg: ScalarPcgWorkspace::new(total),
@@ -1043,6 +1067,7 @@ impl GaussNewtonProjection {
             &mut self.z,
             &mut self.z_total,
             &mut self.reuse_rhs,
+            &mut self.z_from,
         ] {
             v.resize(total, 0.0);
         }
@@ -1336,6 +1361,14 @@ impl GaussNewtonProjection {
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
             }
+            // Step control: the violation of the iterate with this iteration's rows.
+            let step_control =
+                !fast && (settings.line_search || settings.step_bound < f64::INFINITY);
+            let v_from = if step_control {
+                self.max_violation(families, settings, x)
+            } else {
+                0.0
+            };
             for (i, f) in families.iter().enumerate() {
                 if !f.linear {
                     let g = &mut self.gradients
@@ -1379,6 +1412,8 @@ impl GaussNewtonProjection {
                 augmented,
                 reuse_rhs,
                 reuse_state,
+                step_from,
+                z_from,
                 ..
             } = self;
             let (inv_mass, x_target) = (&w_eff[..], &x_hat[..]);
@@ -1405,6 +1440,10 @@ impl GaussNewtonProjection {
                 }
             }
             let z = &mut z[..rows];
+            if step_control {
+                step_from.copy_from_slice(x);
+                z_from[..rows].copy_from_slice(z);
+            }
             let direct = match (settings.solver, cholesky.as_mut()) {
                 (LinearSolver::Pcg, _) => false,
                 (LinearSolver::Cholesky { .. }, None) => {
@@ -1524,6 +1563,9 @@ impl GaussNewtonProjection {
                     *xi = x_target[first + k] - u[first + k];
                 }
             });
+            if step_control {
+                self.control_step(families, settings, v_from, rows, x);
+            }
             if fast {
                 // Backtracking on the violation: far from the manifold (an edge near zero
                 // length flips its direction) the full step can overshoot.
@@ -1575,6 +1617,61 @@ impl GaussNewtonProjection {
             report.kept_best = true;
         }
         report
+    }
+
+    /// Shortens the Gauss–Newton step from `step_from` to the full step's end `x`
+    /// (`docs/methods/isometric-model.md` §A25): to at most `step_bound` for the longest node
+    /// move, then, with `line_search`, halved (at most `LINE_SEARCH_HALVINGS` times) until
+    /// its largest scaled violation is at most `max(2 v_from, tolerance)`, keeping the
+    /// fraction with the smallest violation. The multipliers go the same fraction of the way
+    /// from `z_from`. Allocates nothing.
+    fn control_step(
+        &mut self,
+        families: &[RowFamily<'_>],
+        settings: &ProjectionSettings,
+        v_from: f64,
+        rows: usize,
+        x: &mut [DVec3],
+    ) {
+        self.step_full.copy_from_slice(x);
+        let step = self
+            .step_full
+            .iter()
+            .zip(&self.step_from)
+            .fold(0.0f64, |a, (p, q)| a.max((*p - *q).length()));
+        let mut alpha: f64 = if step > settings.step_bound {
+            settings.step_bound / step
+        } else {
+            1.0
+        };
+        let accept = (LINE_SEARCH_GROWTH * v_from).max(settings.tolerance);
+        let mut best = (f64::INFINITY, alpha);
+        let mut halvings = 0;
+        loop {
+            interpolate(&self.step_from, &self.step_full, alpha, x);
+            if !settings.line_search {
+                break;
+            }
+            self.evaluate(families, x);
+            let v = self.max_violation(families, settings, x);
+            if v < best.0 {
+                best = (v, alpha);
+            }
+            if v <= accept || halvings >= LINE_SEARCH_HALVINGS {
+                break;
+            }
+            halvings += 1;
+            alpha *= 0.5;
+        }
+        if settings.line_search && best.1 != alpha {
+            alpha = best.1;
+            interpolate(&self.step_from, &self.step_full, alpha, x);
+        }
+        if alpha < 1.0 {
+            for (z, z0) in self.z[..rows].iter_mut().zip(&self.z_from[..rows]) {
+                *z = z0 + alpha * (*z - z0);
+            }
+        }
     }
 
     /// Takes the self-stress out of the multipliers of the proximal cloth rows
@@ -1900,6 +1997,13 @@ impl GaussNewtonProjection {
             take(v.abs() / settings.contact_length);
         }
         worst
+    }
+}
+
+/// `x = a + α (b − a)`, node by node.
+fn interpolate(a: &[DVec3], b: &[DVec3], alpha: f64, x: &mut [DVec3]) {
+    for ((xi, a), b) in x.iter_mut().zip(a).zip(b) {
+        *xi = *a + alpha * (*b - *a);
     }
 }
 

@@ -254,6 +254,13 @@ pub struct IsometricSolverSection {
     /// (with `follow_obstacles` and self-collision; `integrate::isometric`).
     #[serde(default)]
     pub hold_repelled_pairs: bool,
+    /// Backtrack a Gauss–Newton step that more than doubles the largest scaled violation
+    /// (`docs/methods/isometric-model.md` §A25).
+    #[serde(default)]
+    pub line_search: bool,
+    /// Longest node move of one Gauss–Newton step, in metres (0: no bound; §A25).
+    #[serde(default)]
+    pub step_bound: f64,
 }
 
 impl Default for IsometricSolverSection {
@@ -283,6 +290,8 @@ impl Default for IsometricSolverSection {
             cholesky_reuse_iterations: 0,
             self_stress_filter: SelfStressFilterKind::default(),
             hold_repelled_pairs: false,
+            line_search: false,
+            step_bound: 0.0,
         }
     }
 }

@@ -960,6 +960,7 @@ fn isometric_budget(
         ("proximal_weight", s.proximal_weight),
         ("contact_compliance", s.contact_compliance),
         ("contact_margin", s.contact_margin),
+        ("step_bound", s.step_bound),
     ] {
         if !(v.is_finite() && v >= 0.0) {
             return Err((key, format!("must be finite and >= 0, got {v}")));
@@ -1060,6 +1061,12 @@ fn isometric_desc(
             SelfStressFilterKind::Off => SelfStressFilter::Off,
             SelfStressFilterKind::AfterConvergence => SelfStressFilter::AfterConvergence,
             SelfStressFilterKind::Always => SelfStressFilter::Always,
+        },
+        line_search: s.line_search,
+        step_bound: if s.step_bound > 0.0 {
+            s.step_bound
+        } else {
+            f64::INFINITY
         },
         ..ProjectionSettings::default()
     };
