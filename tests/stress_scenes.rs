@@ -281,6 +281,20 @@ fn a_cloth_pinched_between_closing_boxes_stays_clean_when_every_frame_is_out_of_
     report("pinch, out of time from frame 15", run);
 }
 
+#[test]
+fn a_cloth_pinched_from_a_higher_start_stays_clean_when_every_frame_is_out_of_time() {
+    // The pinch with the sheet starting 1 cm higher: out of time from frame 15, the boxes close
+    // on it with a triangle draped over each top corner of the lower box and its inner vertex
+    // under the upper one (`docs/methods/last-resort.md`, *Pinched vertices*).
+    let run = run_checked(
+        &path("pinch-higher.toml"),
+        60,
+        Deadline::PassedFrom(15),
+        clean,
+    );
+    report("pinch from 1 cm higher, out of time from frame 15", run);
+}
+
 /// An absurd-value sample is either refused at load, with an error that names the file, a
 /// line and a key, or runs all its frames, each ending within twice its `[budget] frame_ms`,
 /// finite and clean.

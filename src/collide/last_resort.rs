@@ -42,16 +42,30 @@
 //! another body is a candidate of that body there, and seeded with its true distance to it; the
 //! second call gives it the nearer of the two.
 //!
-//! What is not guaranteed: stencils across the line where two searches meet, and a vertex
-//! pinched between two bodies that close on each other by more than its clearance to one of
-//! them while a stencil of it is stretched over the other body's edge or corner — no following
-//! clears that. The stage counts what its final check still finds
+//! # Pinched vertices
+//!
+//! A vertex pinched between two bodies that close on each other by more than its clearance to
+//! one of them, while a stencil of it is stretched over the other body's edge or corner, has no
+//! body's motion that clears it (`docs/methods/last-resort.md`, *The pinch*). For the stencils
+//! the give-way's check still finds, [`LastResort::slide_pinched`] moves each free vertex that
+//! follows another body `B` than the stencil's `A`: with no seed, or when `B` does not come
+//! within a thickness of it over the substep (its seed's distance less `B`'s approach along the
+//! seed's normal), it follows `A`; otherwise it slides along `B` (normal to that normal)
+//! towards and past the stencil's obstacle feature, by the least of five fractions of the way
+//! that clears the stencil (one CCD test each). The stage checks each round with a detection
+//! pass, at most two rounds.
+//!
+//! What is not guaranteed: stencils across the line where two searches meet, and pinched
+//! vertices whose local move clears their stencil but not its neighbours, or whose seed's
+//! normal is oblique (just inside the rim of a face) or missing (touching the body) — the doc
+//! says which runs end so. The stage counts what its final check still finds
 //! (`CollisionStats::last_resort_hits`).
 //!
 //! # Cost
 //!
 //! Linear per call: the bodies' vertices (one fit per body seeded), the candidate stencils
-//! (seeds), the cloth's vertices and edges (search, velocities). Every buffer is sized when the
+//! (seeds), the cloth's vertices and edges (search, velocities); [`LastResort::slide_pinched`]:
+//! per colliding stencil at most five CCD tests of that stencil. Every buffer is sized when the
 //! cloth and its obstacles are set; nothing allocates in a step.
 #![deny(unsafe_code)]
 
@@ -95,6 +109,13 @@ pub struct LastResort {
     /// Per cloth vertex: the body it follows ([`NONE`]: none) and its seed distance.
     label: Vec<u32>,
     distance: Vec<f64>,
+    /// Per cloth vertex: the unit direction from its seed's obstacle feature to it at `x^n`
+    /// (zero when it has no seed or touches the feature): the normal of the body it follows
+    /// there, across which [`LastResort::slide_pinched`] does not move it.
+    away: Vec<DVec3>,
+    /// Per cloth vertex: [`LastResort::slide_pinched`] has sent it over to another body than
+    /// its seed's since [`LastResort::begin`].
+    switched: Vec<bool>,
     /// Breadth-first queue (each cloth vertex enters it at most once per call).
     queue: Vec<u32>,
 }
@@ -131,6 +152,8 @@ impl LastResort {
             motion_ready: Vec::new(),
             label: vec![NONE; num_vertices],
             distance: vec![f64::INFINITY; num_vertices],
+            away: vec![DVec3::ZERO; num_vertices],
+            switched: vec![false; num_vertices],
             queue: Vec::with_capacity(num_vertices),
         };
         me.set_obstacles(0, &[]);
@@ -186,6 +209,8 @@ impl LastResort {
         self.joined.fill(false);
         self.label.fill(NONE);
         self.distance.fill(f64::INFINITY);
+        self.away.fill(DVec3::ZERO);
+        self.switched.fill(false);
     }
 
     /// Joins to the zone of cloth vertex 0 in `zones`, whole, every body with a vertex in one of
@@ -250,16 +275,15 @@ impl LastResort {
             let body = self.body_of[first as usize - n];
             for &i in verts.iter().filter(|&&i| free(i)) {
                 let p = x[i as usize].as_dvec3();
-                let d = match obstacle.as_slice() {
-                    [a] => p.distance(*a),
-                    [a, b] => closest_point_segment(p, [*a, *b]).0.distance(p),
-                    [a, b, c] => closest_point_triangle(p, [*a, *b, *c]).0.distance(p),
-                    _ => continue,
+                let Some(q) = closest_point_feature(p, &obstacle) else {
+                    continue;
                 };
+                let d = q.distance(p);
                 let i = i as usize;
                 if d < self.distance[i] {
                     self.distance[i] = d;
                     self.label[i] = body;
+                    self.away[i] = (p - q).normalize_or_zero();
                 }
             }
         }
@@ -289,17 +313,176 @@ impl LastResort {
                 continue;
             }
             let b = body as usize;
-            if !self.motion_ready[b] {
-                let members = self.body_start[b] as usize..self.body_start[b + 1] as usize;
-                self.motion[b] = kinematic_motion(&self.body_vertices[members], h, x, v, inv_mass)
-                    .unwrap_or(StepMotion::Rest);
-                self.motion_ready[b] = true;
-                report.bodies += 1;
-            }
-            v[i] = self.motion[b].velocity_at(x[i], h);
+            report.bodies += u32::from(!self.motion_ready[b]);
+            v[i] = self.body_motion(b, h, x, v, inv_mass).velocity_at(x[i], h);
             report.following += 1;
         }
         report
+    }
+
+    /// Body `b`'s motion over the substep, computed once per call.
+    fn body_motion(
+        &mut self,
+        b: usize,
+        h: f64,
+        x: &[Vec3],
+        v: &[Vec3],
+        inv_mass: &[f32],
+    ) -> StepMotion {
+        if !self.motion_ready[b] {
+            let members = self.body_start[b] as usize..self.body_start[b + 1] as usize;
+            self.motion[b] = kinematic_motion(&self.body_vertices[members], h, x, v, inv_mass)
+                .unwrap_or(StepMotion::Rest);
+            self.motion_ready[b] = true;
+        }
+        self.motion[b]
+    }
+
+    /// Moves the free cloth vertices of the stencils the give-way's check still found colliding
+    /// (module doc, *Pinched vertices*), stencil by stencil in `stencils`' order: each vertex that
+    /// follows another body than the stencil's either follows the stencil's body (when its own
+    /// does not reach it over the substep) or slides along its own body towards and past the
+    /// stencil's obstacle feature, by the least of [`SLIDE_STEPS`] fractions of that way that
+    /// clears the stencil. `clear(kind, verts, v)` says whether a stencil is clear under the
+    /// velocities `v`; `margin` is the cloth's thickness η (m), `tolerance` the CCD's (m). `x`
+    /// are the shared space's positions at `x^n`, `v` its velocities (free cloth ones
+    /// written), `h` the substep. Returns the vertices it moved.
+    #[allow(clippy::too_many_arguments)]
+    pub fn slide_pinched<'a, K: Copy>(
+        &mut self,
+        stencils: impl Iterator<Item = (&'a [u32; 4], K)>,
+        clear: impl Fn(K, &[u32; 4], &[Vec3]) -> bool,
+        h: f32,
+        margin: f64,
+        tolerance: f64,
+        x: &[Vec3],
+        v: &mut [Vec3],
+        inv_mass: &[f32],
+    ) -> u32 {
+        let n = self.n;
+        let h = f64::from(h);
+        let free = |i: u32| (i as usize) < n && !is_kinematic(inv_mass[i as usize]);
+        let mut moved = 0;
+        for (verts, kind) in stencils {
+            let obstacle: smallvec::SmallVec<[DVec3; 3]> = verts
+                .iter()
+                .filter(|&&k| k as usize >= n)
+                .map(|&k| x[k as usize].as_dvec3())
+                .collect();
+            let Some(body) = self.stencil_body(verts, &free) else {
+                continue;
+            };
+            // The stencil's vertices that slide: (vertex, its velocity so far, the full slide).
+            let mut sliding: smallvec::SmallVec<[(usize, DVec3, DVec3); 4]> =
+                smallvec::SmallVec::new();
+            for &i in verts.iter().filter(|&&i| free(i)) {
+                let i = i as usize;
+                let follows = self.label[i];
+                let seeded = self.distance[i] != f64::INFINITY;
+                // A seeded vertex that went over to another body is not moved again: its seed
+                // describes the body it left.
+                if follows == body || (seeded && self.switched[i]) {
+                    continue;
+                }
+                let va = self
+                    .body_motion(body as usize, h, x, v, inv_mass)
+                    .velocity_at(x[i], h);
+                if follows == NONE || !seeded {
+                    // No body's stencil was ever near it: it follows the stencil's body.
+                    self.label[i] = body;
+                    v[i] = va;
+                    moved += 1;
+                    continue;
+                }
+                let vb = self
+                    .body_motion(follows as usize, h, x, v, inv_mass)
+                    .velocity_at(x[i], h);
+                // How far its own body comes towards it, relative to the stencil's body, over the
+                // substep (along the normal from its seed feature; 0 when it moves away).
+                let normal = self.away[i];
+                let closing = h * (vb - va).as_dvec3().dot(normal).max(0.0);
+                // Left by a body that closes on it, it keeps a thickness' clearance; a body that
+                // does not close on it keeps the distance it had.
+                let keep = if closing > 0.0 { margin } else { tolerance };
+                if normal != DVec3::ZERO && self.distance[i] - closing > keep {
+                    self.label[i] = body;
+                    self.switched[i] = true;
+                    v[i] = va;
+                    moved += 1;
+                    continue;
+                }
+                // Pinched: its body closes on it. It slides along that body (normal to `away`)
+                // towards and past the stencil's feature; a cloth–cloth stencil has none.
+                let Some(q) = closest_point_feature(x[i].as_dvec3(), &obstacle) else {
+                    continue;
+                };
+                if closing <= 0.0 {
+                    continue;
+                }
+                let to = q - x[i].as_dvec3();
+                let tangent = to - normal * normal.dot(to);
+                let length = tangent.length();
+                if length > 0.0 {
+                    sliding.push((i, v[i].as_dvec3(), tangent * ((length + margin) / length)));
+                }
+            }
+            if sliding.is_empty() {
+                continue;
+            }
+            // The least fraction of the slide that clears the stencil (none when the moves above
+            // already did), if any.
+            let step = (0..=SLIDE_STEPS).find(|&step| {
+                let alpha = f64::from(step) / f64::from(SLIDE_STEPS);
+                for &(i, before, slide) in &sliding {
+                    v[i] = (before + slide * (alpha / h)).as_vec3();
+                }
+                clear(kind, verts, v)
+            });
+            match step {
+                Some(0) => {}
+                Some(_) => moved += sliding.len() as u32,
+                None => {
+                    // No fraction clears it: the vertices keep the velocities they came with.
+                    for &(i, before, _) in &sliding {
+                        v[i] = before.as_vec3();
+                    }
+                }
+            }
+        }
+        moved
+    }
+
+    /// The body a colliding stencil's vertices go over to: its obstacle feature's, or for a
+    /// cloth–cloth stencil the body of its free vertex with the nearest seed (the earlier on
+    /// ties, then the first labelled one). `None`: no vertex follows a body.
+    fn stencil_body(&self, verts: &[u32; 4], free: &impl Fn(u32) -> bool) -> Option<u32> {
+        let n = self.n;
+        if let Some(&k) = verts.iter().find(|&&k| k as usize >= n) {
+            return Some(self.body_of[k as usize - n]);
+        }
+        let mut best = (NONE, f64::INFINITY);
+        for &i in verts.iter().filter(|&&i| free(i)) {
+            let (label, d) = (self.label[i as usize], self.distance[i as usize]);
+            if label != NONE && (best.0 == NONE || d < best.1) {
+                best = (label, d);
+            }
+        }
+        (best.0 != NONE).then_some(best.0)
+    }
+}
+
+/// Fractions of the full slide [`LastResort::slide_pinched`] tries, `k / SLIDE_STEPS` for
+/// `k = 0..=SLIDE_STEPS`: each is one CCD test of one stencil.
+const SLIDE_STEPS: u32 = 4;
+
+/// The nearest point to `p` of an obstacle feature given by its vertices (a vertex, an edge or
+/// a triangle); `None` for any other count.
+fn closest_point_feature(p: DVec3, feature: &[DVec3]) -> Option<DVec3> {
+    match *feature {
+        [a] => Some(a),
+        [a, b] => Some(closest_point_segment(p, [a, b]).0),
+        [a, b, c] => Some(closest_point_triangle(p, [a, b, c]).0),
+        _ => None,
     }
 }
 
@@ -420,6 +603,59 @@ mod tests {
         lr.follow_nearest(near_b.iter(), 0.01, &x, &mut v, &inv_mass);
         for (i, w) in v[..3].iter().enumerate() {
             assert!((*w - vb).length() < 1e-6, "vertex {i}: {w}");
+        }
+    }
+
+    /// A cloth vertex 3 mm under body 1 (a triangle coming down 6 mm in the substep) in a
+    /// stencil with an edge of body 0 (rising 1 mm, 10 mm to its side): body 1 reaches it, so it
+    /// slides along body 1 towards the edge and past it, by the least fraction of the way that
+    /// clears the stencil; 50 mm under body 1 it goes over to body 0 instead.
+    #[test]
+    fn a_pinched_vertex_slides_along_its_body_and_a_free_one_goes_over() {
+        for (gap, slides) in [(0.003f32, true), (0.05, false)] {
+            let mut lr = LastResort::new(1, &[]);
+            // Body 0: the edge (1, 2); body 1: the triangle (3, 4, 5).
+            lr.set_obstacles(5, &[[0, 1], [2, 3], [3, 4], [2, 4]]);
+            let x = vec![
+                Vec3::ZERO,
+                Vec3::new(0.01, -0.002, -1.0),
+                Vec3::new(0.01, -0.002, 1.0),
+                Vec3::new(-1.0, gap, -1.0),
+                Vec3::new(1.0, gap, -1.0),
+                Vec3::new(0.0, gap, 1.0),
+            ];
+            let (va, vb) = (Vec3::new(0.0, 0.1, 0.0), Vec3::new(0.0, -0.6, 0.0));
+            let mut v = vec![Vec3::ZERO, va, va, vb, vb, vb];
+            let inv_mass = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+            let h = 0.01;
+            lr.begin();
+            lr.follow_nearest([[0, 3, 4, 5]].iter(), h, &x, &mut v, &inv_mass);
+            assert!((v[0] - vb).length() < 1e-6, "{}", v[0]);
+            // The stencil clears once the vertex has moved past the edge's x.
+            let clear = |_: (), _: &[u32; 4], v: &[Vec3]| v[0].x * h >= 0.01;
+            let moved = lr.slide_pinched(
+                [(&[0, 0, 1, 2], ())].into_iter(),
+                clear,
+                h,
+                0.004,
+                4e-5,
+                &x,
+                &mut v,
+                &inv_mass,
+            );
+            // (The stencil lists the vertex twice, as a degenerate edge.)
+            assert!(moved > 0);
+            let want = if slides {
+                // The full slide is 10 mm + η = 14 mm; 3/4 of it is the least that clears.
+                vb + Vec3::new(0.0105 / h, 0.0, 0.0)
+            } else {
+                va
+            };
+            assert!(
+                (v[0] - want).length() < 1e-4,
+                "gap {gap}: {} != {want}",
+                v[0]
+            );
         }
     }
 }

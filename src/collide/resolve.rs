@@ -65,11 +65,14 @@
 //! motion clears them: with nothing kinematic moving the free vertices stop
 //! (x^{n+1} = x^n exactly, clean against everything at rest); otherwise the cloth
 //! gives way, each free vertex following the body nearest it, each such move checked by a
-//! pass (at most `GIVE_WAY_PASSES` (2), the second seeded by the first's check too), and the
-//! last check's collisions are what is left (`CollisionStats::last_resort_hits`). Past the
-//! deadline a substep therefore costs at most the round in flight, one detection pass (the
-//! zone loop's, whose collisions start the last resort), and the last resort:
-//! `LAST_RESORT_PASSES` + `GIVE_WAY_PASSES` detection passes and linear work.
+//! pass (at most `GIVE_WAY_PASSES` (2), the second seeded by the first's check too); the
+//! vertices of stencils still colliding then go over to the stencil's body or slide along their
+//! own, each round checked by a pass (at most `SLIDE_PASSES` (2)), and the last check's
+//! collisions are what is left (`CollisionStats::last_resort_hits`). Past the deadline a
+//! substep therefore costs at most the round in flight, one detection pass (the zone loop's,
+//! whose collisions start the last resort), and the last resort: `LAST_RESORT_PASSES` +
+//! `GIVE_WAY_PASSES` + `SLIDE_PASSES` detection passes, linear work and at most five CCD tests
+//! per stencil still colliding in a slide round.
 #![deny(unsafe_code)]
 
 use std::time::Instant;

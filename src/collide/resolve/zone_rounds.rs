@@ -96,8 +96,11 @@ impl ClothCollision {
     /// collisions touch. When collisions are left, the free vertices stop if nothing kinematic
     /// moves; otherwise they follow the bodies nearest them ([`LastResort::follow_nearest`]) and
     /// a pass checks the move; if it finds collisions, they follow the nearest bodies again with
-    /// that pass's candidates added to the seeds, at most [`GIVE_WAY_PASSES`] times. The last
-    /// pass's collisions are what is left ([`CollisionStats::last_resort_hits`]).
+    /// that pass's candidates added to the seeds, at most [`GIVE_WAY_PASSES`] times. Stencils
+    /// the last of these checks still finds have their vertices moved over to the stencil's body
+    /// or slid along their own ([`LastResort::slide_pinched`]), at most [`SLIDE_PASSES`] rounds,
+    /// each checked by a pass. The last pass's collisions are what is left
+    /// ([`CollisionStats::last_resort_hits`]).
     fn last_resort(
         &mut self,
         candidates: &mut ArenaVec<'_, Candidate>,
@@ -174,6 +177,40 @@ impl ClothCollision {
                 return;
             }
         }
+        // Stencils still colliding: their vertices that follow another body than the stencil's
+        // go over to it or slide along their own (`LastResort::slide_pinched`), each round
+        // checked by a pass.
+        let margin = f64::from(settings.thickness);
+        for _ in 0..SLIDE_PASSES {
+            let (x0, eta) = (&self.x0, eta_c);
+            let slid = self.last.slide_pinched(
+                candidates
+                    .iter()
+                    .zip(found.iter())
+                    .filter(|(_, f)| **f)
+                    .map(|(c, _)| (&c.verts, c.kind)),
+                |kind, verts, v| {
+                    let start = verts.map(|i| x0[i as usize]);
+                    let end = verts.map(|i| x0[i as usize] + h * v[i as usize]);
+                    !collides(kind, &start, &end, eta)
+                },
+                h,
+                margin,
+                eta_c,
+                x0,
+                &mut self.v,
+                &self.inv_mass,
+            );
+            if slid == 0 {
+                return;
+            }
+            self.update_end_positions(h);
+            stats.last_resort_hits =
+                self.detect_collisions(candidates, found, settings, eta_c, stats);
+            if stats.last_resort_hits == 0 {
+                return;
+            }
+        }
     }
 }
 
@@ -186,3 +223,9 @@ pub(super) const LAST_RESORT_PASSES: u32 = 3;
 /// A third move cleared nothing the second had left on the pinch sample's nearby trajectories
 /// (`docs/methods/last-resort.md`, *The pinch*).
 pub(super) const GIVE_WAY_PASSES: u32 = 2;
+
+/// Rounds of moving the vertices of stencils still colliding after the cloth gave way, each
+/// checked by a detection pass (`LastResort::slide_pinched`, `docs/methods/last-resort.md`,
+/// *Pinched vertices*). A third round cleared nothing the second had left on the pinch sample's
+/// nearby trajectories.
+pub(super) const SLIDE_PASSES: u32 = 2;
