@@ -364,34 +364,14 @@ fn vertex_constraint(
     out
 }
 
-/// Relative margin of [`out_of_reach`]: covers the rounding of `surface_point`, of the
-/// prediction and of the bound itself (each a few units in the last place, about 1e-7
-/// relative) and a rotation whose squared norm is off 1 by up to [`UNIT_ROTATION_SLACK`].
-const REACH_MARGIN: f32 = 1e-4;
-
-/// How far from 1 a pose's squared quaternion norm may be for [`out_of_reach`] to bound it.
-const UNIT_ROTATION_SLACK: f32 = 1e-5;
-
 /// True when collider `col` certainly takes no part in the vertex's constraint: neither
-/// `predicted < η` nor `keep` of [`vertex_constraint`] can hold, so the exact test may be
-/// skipped with the same result. With `s = |x − t|` (the same rounded `x − t` the exact test
-/// rotates) and the shape's [`Shape::bounding_radius`](crate::collide::shapes::Shape::bounding_radius)
-/// `r`, the distance is at least `s − r`; the approach speed `|(v − v_s)·n|` is at most
-/// `|v − v_lin| + |ω| s`, so the prediction is at least `s − r − h(|v − v_lin| + |ω| s)`,
-/// which must clear `reach` (the larger of η and η + band) by [`REACH_MARGIN`] of the
-/// magnitudes involved. A plane (infinite radius), a rotation far from unit or any NaN
-/// never passes: those vertices take the exact test.
+/// `predicted < η` nor `keep` of [`vertex_constraint`] can hold (`reach` the larger of η and
+/// η + band), so the exact test may be skipped with the same result
+/// ([`Shape::out_of_reach`](crate::collide::shapes::Shape::out_of_reach)).
 #[inline]
 fn out_of_reach(col: &ColliderView, h: f32, x: Vec3, v: Vec3, reach: f32) -> bool {
-    let rotation_norm2 = col.pose.rotation.length_squared();
-    if (rotation_norm2 - 1.0).abs() > UNIT_ROTATION_SLACK {
-        return false;
-    }
-    let s = (x - col.pose.translation).length();
-    let r = col.shape.bounding_radius();
-    let travel =
-        h * ((v - col.motion.linear_velocity).length() + col.motion.angular_velocity.length() * s);
-    s - r - travel - REACH_MARGIN * (s + r + travel) >= reach + REACH_MARGIN * reach.abs()
+    col.shape
+        .out_of_reach(&col.pose, &col.motion, h, x, v, reach)
 }
 
 /// One friction coefficient per pair from both sides: the geometric mean

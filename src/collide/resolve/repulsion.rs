@@ -141,6 +141,11 @@ impl ClothCollision {
                 {
                     let eta = eta + extra;
                     let mu = (friction.max(0.0) * col.friction.max(0.0)).sqrt();
+                    // A vertex certainly beyond η over the substep fails both tests below
+                    // (`Shape::out_of_reach`): skipped before the exact surface point.
+                    if col.shape.out_of_reach(&pose, &col.motion, h, *x, *v, eta) {
+                        continue;
+                    }
                     // Pinned vertices (w = 0) are skipped, as eq. 3.10 skips a
                     // pair of infinite masses.
                     let sp = col.shape.surface_point(&pose, *x);
