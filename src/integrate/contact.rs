@@ -384,7 +384,7 @@ pub fn combine_friction(a: f32, b: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collide::shapes::{Motion, Pose, Shape};
+    use crate::collide::shapes::{Motion, Pose, Shape, reach_lattice};
 
     fn ground(friction: f32) -> ColliderView {
         ColliderView {
@@ -400,7 +400,10 @@ mod tests {
     /// a lattice around every shape, rotated and moving, many of them just past the reach.
     #[test]
     fn out_of_reach_skips_only_colliders_the_exact_test_rejects() {
-        let shapes = [
+        let (h, thickness): (f32, f32) = (1.0 / 120.0, 0.004);
+        let reach = thickness.max(1.5 * thickness);
+        let mut skipped = 0;
+        for shape in [
             Shape::Sphere { radius: 0.3 },
             Shape::Capsule {
                 radius: 0.1,
@@ -410,48 +413,26 @@ mod tests {
                 half_extents: Vec3::new(0.2, 0.05, 0.3),
             },
             Shape::Plane,
-        ];
-        let pose = Pose {
-            translation: Vec3::new(0.1, 0.4, -0.2),
-            rotation: glam::Quat::from_euler(glam::EulerRot::XYZ, 0.3, 0.7, -0.4),
-        };
-        let motion = Motion {
-            linear_velocity: Vec3::new(0.5, -0.2, 0.1),
-            angular_velocity: Vec3::new(1.0, 2.0, -0.5),
-        };
-        let (h, thickness): (f32, f32) = (1.0 / 120.0, 0.004);
-        let reach = thickness.max(1.5 * thickness);
-        let mut skipped = 0;
-        for shape in shapes {
-            let col = ColliderView {
-                shape,
-                pose,
-                motion,
-                friction: 0.3,
-            };
-            let r = shape.bounding_radius().min(1.0);
-            for i in 0..2000 {
-                let k = i as f32;
-                let dir =
-                    Vec3::new((k * 0.37).sin(), (k * 0.71).cos(), (k * 0.13).sin()).normalize();
-                let speed = 3.0 * (k * 0.011).fract();
-                let v = speed * Vec3::new((k * 0.53).cos(), (k * 0.29).sin(), 1.0).normalize();
-                // Distances from the centre straddling the bound r + reach + travel.
-                let travel = h * (speed + 0.5 + motion.angular_velocity.length() * (r + 0.1));
-                let dist = r + reach + travel * (k * 0.0007).fract() * 2.0;
-                let x = pose.translation + dist * dir;
+        ] {
+            reach_lattice(shape, h, reach, |pose, motion, x, v| {
+                let col = ColliderView {
+                    shape,
+                    pose: *pose,
+                    motion: *motion,
+                    friction: 0.3,
+                };
                 if !out_of_reach(&col, h, x, v, reach) {
-                    continue;
+                    return;
                 }
                 skipped += 1;
-                let sp = shape.surface_point(&pose, x);
+                let sp = shape.surface_point(pose, x);
                 let vs = motion.velocity_at(pose.translation, x);
                 let predicted = sp.distance + h * (v - vs).dot(sp.normal).min(0.0);
                 assert!(
                     predicted >= thickness && sp.distance >= reach,
                     "{shape:?} {x} {v}"
                 );
-            }
+            });
         }
         assert!(skipped > 1000, "the lattice skipped only {skipped}");
     }
