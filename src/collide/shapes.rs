@@ -274,6 +274,19 @@ fn cuboid_surface(q: Vec3, h: Vec3) -> (f32, Vec3) {
     }
 }
 
+/// The bounded shapes the reach-bound tests place on [`reach_lattice`].
+#[cfg(test)]
+pub(crate) const REACH_TEST_SHAPES: [Shape; 3] = [
+    Shape::Sphere { radius: 0.3 },
+    Shape::Capsule {
+        radius: 0.1,
+        half_length: 0.4,
+    },
+    Shape::Cuboid {
+        half_extents: Vec3::new(0.2, 0.05, 0.3),
+    },
+];
+
 /// Visits points with velocities around `shape`, rotated and moving, at distances from its
 /// centre straddling the bound of [`Shape::out_of_reach`] for `reach` over a substep `h`: the
 /// tests of the rules that bound lets their callers skip.
@@ -319,16 +332,7 @@ mod tests {
     fn out_of_reach_passes_only_points_the_repulsion_test_rejects() {
         let (h, eta): (f32, f32) = (1.0 / 120.0, 0.004);
         let mut passed = 0;
-        for shape in [
-            Shape::Sphere { radius: 0.3 },
-            Shape::Capsule {
-                radius: 0.1,
-                half_length: 0.4,
-            },
-            Shape::Cuboid {
-                half_extents: Vec3::new(0.2, 0.05, 0.3),
-            },
-        ] {
+        for shape in REACH_TEST_SHAPES {
             reach_lattice(shape, h, eta, |pose, motion, x, v| {
                 if !shape.out_of_reach(pose, motion, h, x, v, eta) {
                     return;

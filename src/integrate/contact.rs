@@ -384,7 +384,7 @@ pub fn combine_friction(a: f32, b: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collide::shapes::{Motion, Pose, Shape, reach_lattice};
+    use crate::collide::shapes::{Motion, Pose, REACH_TEST_SHAPES, Shape, reach_lattice};
 
     fn ground(friction: f32) -> ColliderView {
         ColliderView {
@@ -403,17 +403,7 @@ mod tests {
         let (h, thickness): (f32, f32) = (1.0 / 120.0, 0.004);
         let reach = thickness.max(1.5 * thickness);
         let mut skipped = 0;
-        for shape in [
-            Shape::Sphere { radius: 0.3 },
-            Shape::Capsule {
-                radius: 0.1,
-                half_length: 0.4,
-            },
-            Shape::Cuboid {
-                half_extents: Vec3::new(0.2, 0.05, 0.3),
-            },
-            Shape::Plane,
-        ] {
+        for shape in REACH_TEST_SHAPES.into_iter().chain([Shape::Plane]) {
             reach_lattice(shape, h, reach, |pose, motion, x, v| {
                 let col = ColliderView {
                     shape,
