@@ -1361,10 +1361,11 @@ impl GaussNewtonProjection {
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
             }
-            // Step control: the violation of the iterate with this iteration's rows.
+            // Step control; the line search compares with the violation of the iterate with
+            // this iteration's rows (a bound alone does not read it).
             let step_control =
                 !fast && (settings.line_search || settings.step_bound < f64::INFINITY);
-            let v_from = if step_control {
+            let v_from = if step_control && settings.line_search {
                 self.max_violation(families, settings, x)
             } else {
                 0.0
