@@ -215,17 +215,17 @@ enum weft_status
   WEFT_STATUS_INVALID_MESH = 8,
   // A scene file could not be read or is invalid.
   WEFT_STATUS_SCENE = 9,
-  // The simulation lost an invariant (non-finite state); the cloths were
-  // restored to their state before the step.
+  // The simulation lost an invariant (non-finite state); the step was undone
+  // (`weft_world_step`).
   WEFT_STATUS_SIMULATION_FAILED = 10,
   // The caller's buffer is too small.
   WEFT_STATUS_BUFFER_TOO_SMALL = 11,
   // A worker thread pool could not be created, or the host's task dispatcher
   // did not run every task exactly once (`weft_world_set_task_dispatcher`;
-  // the cloths were restored to their state before the step).
+  // the step was undone, `weft_world_step`).
   WEFT_STATUS_THREADS = 12,
   // weft panicked (a bug); the panic was caught at the boundary, or inside
-  // the task that panicked.
+  // the task that panicked (a step that panicked was undone, `weft_world_step`).
   WEFT_STATUS_PANIC = 99,
 };
 #ifndef __cplusplus
@@ -967,8 +967,8 @@ weft_status weft_collider_set_track(struct weft_world *world,
 // one task: a lone cloth gets no parallelism from the dispatcher); tasks call nothing of the
 // host; a failure inside a task is caught in the task (it never unwinds into the host) and
 // the step returns `WEFT_STATUS_PANIC`; a dispatcher that does not run every task exactly
-// once makes the step return `WEFT_STATUS_THREADS`. Either failed step restores every
-// cloth's positions, velocities and solver warm start. Creating cloths and other edits still
+// once makes the step return `WEFT_STATUS_THREADS`. Either failed step is undone
+// (`weft_world_step`). Creating cloths and other edits still
 // use the world's own workers.
 //
 // # Safety
@@ -1058,6 +1058,13 @@ weft_status weft_world_colliders(const struct weft_world *world,
 // step is refused (`WEFT_STATUS_INVALID_ARGUMENT`, naming the vertex or the pose) before
 // anything changes: the state hash, the pending targets and poses are as they were, and a
 // new target or pose set afterwards replaces the refused one.
+//
+// A step that fails after that (`WEFT_STATUS_SIMULATION_FAILED`, `WEFT_STATUS_THREADS`,
+// `WEFT_STATUS_PANIC`) is undone: the world is as it was before the call (positions,
+// velocities, solver warm starts, contact history, time, collider poses), its pending targets
+// and poses are still pending, and a retry, or the next step, gives the state hash of a world
+// in which the failed call was never made. An isometric cloth forgets its BDF2 history and
+// warm starts then, as after `weft_cloth_set_state`.
 //
 // # Safety
 // `world` NULL or live; `stats` NULL or a writable `weft_step_stats`.

@@ -511,7 +511,8 @@ fn a_host_built_against_the_0_1_header_gets_the_same_world() {
 /// `tests/c/host_jobs.c` steps a scene of several cloths (three two-layer stacks and a lone
 /// drape) on a pthread pool of its own through `weft_world_set_task_dispatcher`, under
 /// valgrind: the same state hash as on weft's own workers (it checks that itself) and as
-/// `weft run`'s; a dispatcher that skips a task is refused with the state unchanged.
+/// `weft run`'s; a dispatcher that skips a task is refused with the state unchanged and a
+/// pending pin target kept.
 #[test]
 fn a_host_job_system_steps_like_weft_run_under_valgrind() {
     let exe = build_c(

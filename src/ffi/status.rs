@@ -31,17 +31,17 @@ pub enum weft_status {
     WEFT_STATUS_INVALID_MESH = 8,
     /// A scene file could not be read or is invalid.
     WEFT_STATUS_SCENE = 9,
-    /// The simulation lost an invariant (non-finite state); the cloths were
-    /// restored to their state before the step.
+    /// The simulation lost an invariant (non-finite state); the step was undone
+    /// (`weft_world_step`).
     WEFT_STATUS_SIMULATION_FAILED = 10,
     /// The caller's buffer is too small.
     WEFT_STATUS_BUFFER_TOO_SMALL = 11,
     /// A worker thread pool could not be created, or the host's task dispatcher
     /// did not run every task exactly once (`weft_world_set_task_dispatcher`;
-    /// the cloths were restored to their state before the step).
+    /// the step was undone, `weft_world_step`).
     WEFT_STATUS_THREADS = 12,
     /// weft panicked (a bug); the panic was caught at the boundary, or inside
-    /// the task that panicked.
+    /// the task that panicked (a step that panicked was undone, `weft_world_step`).
     WEFT_STATUS_PANIC = 99,
 }
 

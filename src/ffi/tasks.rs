@@ -92,8 +92,8 @@ impl TaskDispatcher for HostDispatcher {
 /// one task: a lone cloth gets no parallelism from the dispatcher); tasks call nothing of the
 /// host; a failure inside a task is caught in the task (it never unwinds into the host) and
 /// the step returns `WEFT_STATUS_PANIC`; a dispatcher that does not run every task exactly
-/// once makes the step return `WEFT_STATUS_THREADS`. Either failed step restores every
-/// cloth's positions, velocities and solver warm start. Creating cloths and other edits still
+/// once makes the step return `WEFT_STATUS_THREADS`. Either failed step is undone
+/// (`weft_world_step`). Creating cloths and other edits still
 /// use the world's own workers.
 ///
 /// # Safety

@@ -41,13 +41,6 @@ pub(crate) struct ClothEntry {
     pub(crate) normals_frame: Option<u64>,
     /// Pin targets for the end of the next step: (vertex, target).
     pub(crate) pending_pins: Vec<(u32, Vec3)>,
-    /// Positions and velocities before the current step (restored when the
-    /// step loses its invariants).
-    pub(crate) backup_x: Vec<Vec3>,
-    pub(crate) backup_v: Vec<Vec3>,
-    /// A Baraff–Witkin cloth's warm start before the current step (restored with them: the
-    /// solves of a refused step's units that ran must not steer the retried step).
-    pub(crate) backup_dv: Vec<Vec3>,
 }
 
 /// Which world list a collider lives in.
@@ -197,9 +190,6 @@ impl weft_world {
             normals: vec![Vec3::ZERO; n],
             normals_frame: None,
             pending_pins: Vec::new(),
-            backup_x: vec![Vec3::ZERO; n],
-            backup_v: vec![Vec3::ZERO; n],
-            backup_dv: vec![Vec3::ZERO; n],
         };
         let (i, g) = self
             .cloths
@@ -269,9 +259,9 @@ impl weft_world {
     /// anything changes (`dt`, and the velocities the pending pin targets and
     /// poses imply over it: `limits::MAX_SPEED`, `limits::MAX_ANGULAR_SPEED`),
     /// so a refused step leaves the world, its pending targets included, as it
-    /// was. A step that loses its invariants restores every cloth's positions,
-    /// velocities and Baraff–Witkin warm start from before it (an isometric cloth drops its
-    /// BDF2 history and warm starts instead).
+    /// was. So does a step that fails later (`World::step_saved`): the world is put back
+    /// as it was before the call, the pending targets are kept, and an isometric cloth forgets
+    /// its BDF2 history and warm starts.
     pub(crate) fn step(&mut self, dt: f32) -> Result<weft_step_stats, FfiError> {
         if !dt.is_finite() {
             return Err(FfiError::non_finite("dt"));
@@ -294,15 +284,9 @@ impl weft_world {
                 self.body_motion(e.kind, goal, dt)?;
             }
         }
-        // Nothing is refused from here on.
-        for e in self.cloths.values_mut() {
-            let c = &cloth_of(&self.world, e.id)?;
-            e.backup_x.copy_from_slice(c.state().positions());
-            e.backup_v.copy_from_slice(c.state().velocities());
-            if let Some(bw) = c.sim.model.baraff_witkin() {
-                e.backup_dv.copy_from_slice(bw.system.warm_start());
-            }
-        }
+        // Nothing is refused from here on. Saved before the targets below are set, so a
+        // failed step undoes them too.
+        self.world.save_undo();
         // Pins: velocity (target − current target)/dt over the frame.
         for k in 0..self.cloths.slot_count() {
             let Some(e) = self.cloths.slot(k) else {
@@ -332,10 +316,12 @@ impl weft_world {
         }
         // Under the host's dispatcher the step runs on this thread and the host's.
         let result = if self.world.has_task_dispatcher() {
-            self.world.step(dt)
+            self.world.step_saved(dt)
         } else {
-            self.in_pool(|world| world.step(dt))
+            self.in_pool(|world| world.step_saved(dt))
         };
+        // A failed step was undone, the targets set above included: they stay pending.
+        let stats = result?;
         // Targets reached: hold them exactly, motion stops until the next pose.
         for e in self.cloths.values_mut() {
             for &(vertex, goal) in &e.pending_pins {
@@ -358,30 +344,7 @@ impl weft_world {
                 }
             }
         }
-        match result {
-            Ok(stats) => Ok(weft_step_stats::from_stats(&stats)),
-            Err(e) => {
-                for entry in self.cloths.iter().map(|(_, _, e)| e) {
-                    let Ok(i) = self.world.cloth_place(entry.id) else {
-                        continue;
-                    };
-                    let c = &mut self.world.cloths[i];
-                    let (x, v) = c.sim.state.positions_velocities_mut();
-                    x.copy_from_slice(&entry.backup_x);
-                    v.copy_from_slice(&entry.backup_v);
-                    if let Some(bw) = c.sim.model.baraff_witkin_mut() {
-                        bw.system.restore_warm_start(&entry.backup_dv);
-                    }
-                    // The isometric model takes the restored f32 state over
-                    // at its next step; its BDF2 history and warm starts are
-                    // from the failed step, so they are dropped.
-                    if let Some(iso) = c.sim.model.isometric_mut() {
-                        iso.reset();
-                    }
-                }
-                Err(e.into())
-            }
-        }
+        Ok(weft_step_stats::from_stats(&stats))
     }
 }
 
@@ -713,6 +676,13 @@ pub unsafe extern "C" fn weft_world_colliders(
 /// step is refused (`WEFT_STATUS_INVALID_ARGUMENT`, naming the vertex or the pose) before
 /// anything changes: the state hash, the pending targets and poses are as they were, and a
 /// new target or pose set afterwards replaces the refused one.
+///
+/// A step that fails after that (`WEFT_STATUS_SIMULATION_FAILED`, `WEFT_STATUS_THREADS`,
+/// `WEFT_STATUS_PANIC`) is undone: the world is as it was before the call (positions,
+/// velocities, solver warm starts, contact history, time, collider poses), its pending targets
+/// and poses are still pending, and a retry, or the next step, gives the state hash of a world
+/// in which the failed call was never made. An isometric cloth forgets its BDF2 history and
+/// warm starts then, as after `weft_cloth_set_state`.
 ///
 /// # Safety
 /// `world` NULL or live; `stats` NULL or a writable `weft_step_stats`.

@@ -135,6 +135,21 @@ impl Constraints {
         self.engaged_before.fill(false);
     }
 
+    /// The contact history: per vertex, whether it was in unreleased contact after the last
+    /// substep (what one substep leaves for the next).
+    #[must_use]
+    pub fn history(&self) -> &[bool] {
+        &self.engaged_before
+    }
+
+    /// Puts back a contact history read by [`Constraints::history`].
+    ///
+    /// # Panics
+    /// If `engaged` does not have one entry per vertex.
+    pub fn restore_history(&mut self, engaged: &[bool]) {
+        self.engaged_before.copy_from_slice(engaged);
+    }
+
     /// Builds S, z, y and the kinetic friction forces for a substep of length
     /// `h` from the state at its start (`x`, `v`), the pins and the colliders.
     /// `thickness` is η (m). Friction is applied after the solve

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use glam::{DMat3, DVec2, DVec3, Mat3, Vec3};
 
+use crate::linalg::block_ldl::ShiftLevels;
 use crate::linalg::reduce;
 use crate::linalg::{
     BlockCsr, BlockPattern, Filter, PcgReport, PcgSettings, PcgWorkspace, Preconditioner,
@@ -311,14 +312,25 @@ impl ImplicitEuler {
         &self.dv
     }
 
-    /// Puts back a warm start read by [`ImplicitEuler::warm_start`] (a failed step of the C API
-    /// restores the one it started with, so the solves of its completed units do not steer the
-    /// retry).
+    /// Puts back a warm start read by [`ImplicitEuler::warm_start`] (a failed step restores the
+    /// one it started with, so the solves of its completed units do not steer the retry).
     ///
     /// # Panics
     /// If `dv` does not have one row per vertex.
     pub fn restore_warm_start(&mut self, dv: &[Vec3]) {
         self.dv.copy_from_slice(dv);
+    }
+
+    /// The preconditioner's shift levels, which one solve leaves for the next (a failed step
+    /// puts them back with the warm start).
+    #[must_use]
+    pub(crate) fn shift_levels(&self) -> ShiftLevels {
+        self.pcg.shift_levels()
+    }
+
+    /// Puts back shift levels read by [`ImplicitEuler::shift_levels`].
+    pub(crate) fn set_shift_levels(&mut self, levels: ShiftLevels) {
+        self.pcg.set_shift_levels(levels);
     }
 
     /// Replaces the material (stretch, shear, bending and their damping) used from the next

@@ -488,6 +488,17 @@ impl IncompleteBlockLdl {
         self.d_inv.len()
     }
 
+    /// The shift the next factorisation tries first: state that one solve leaves for the next.
+    #[must_use]
+    pub(crate) fn shift_levels(&self) -> ShiftLevels {
+        self.levels
+    }
+
+    /// Puts back shift levels read by [`IncompleteBlockLdl::shift_levels`].
+    pub(crate) fn set_shift_levels(&mut self, levels: ShiftLevels) {
+        self.levels = levels;
+    }
+
     /// Number of strict-lower blocks stored.
     #[inline]
     #[must_use]

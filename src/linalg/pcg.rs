@@ -61,7 +61,7 @@
 use glam::{Mat3, Vec3};
 
 use super::block_csr::BlockCsr;
-use super::block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};
+use super::block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner, ShiftLevels};
 use super::cg::{self, CgSystem};
 use super::isa::with_best_isa;
 use super::pattern::BlockPattern;
@@ -296,6 +296,22 @@ impl PcgWorkspace {
     #[must_use]
     pub fn num_rows(&self) -> usize {
         self.r.len()
+    }
+
+    /// What one solve leaves for the next: the factor's shift levels (default without a
+    /// factor).
+    #[must_use]
+    pub(crate) fn shift_levels(&self) -> ShiftLevels {
+        self.factor
+            .as_ref()
+            .map_or_else(ShiftLevels::default, IncompleteBlockLdl::shift_levels)
+    }
+
+    /// Puts back shift levels read by [`PcgWorkspace::shift_levels`].
+    pub(crate) fn set_shift_levels(&mut self, levels: ShiftLevels) {
+        if let Some(factor) = self.factor.as_mut() {
+            factor.set_shift_levels(levels);
+        }
     }
 
     /// The block-Jacobi preconditioner of the last solve that used it (updated from `A` at

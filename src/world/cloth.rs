@@ -2,6 +2,7 @@
 
 use glam::{Vec2, Vec3};
 
+use super::undo::ClothUndo;
 use crate::collide::resolve::{ClothCollision, CollisionSettings};
 use crate::collide::strain_limit::EdgeDrive;
 use crate::integrate::contact::{Constraints, PinTarget};
@@ -90,6 +91,9 @@ pub struct Cloth {
     /// The cloth's frame arena (`runtime::arena`): reset by `World::step` at the start of every
     /// frame, the scratch of the cloth's substeps comes from it.
     pub(crate) arena: FrameArena,
+    /// What the cloth carries into the next frame, saved by `World::step` so that a failed
+    /// step can be undone (`undo.rs`).
+    pub(crate) undo: ClothUndo,
 }
 
 impl Cloth {
@@ -165,21 +169,23 @@ impl Cloth {
         check_non_negative("collision.friction", c.friction)?;
         let model = model(&mesh, &edges, &rest_lengths, &state);
         let ntri = mesh.num_triangles();
+        let sim = SimCloth {
+            triangles: mesh.triangles,
+            edges,
+            rest_lengths,
+            state,
+            pins,
+            external: vec![Vec3::ZERO; n],
+            thickness: desc.thickness,
+            friction: desc.friction,
+            air_damping: desc.air_damping,
+            collision_settings: desc.collision,
+            model,
+        };
         Ok(Self {
             name: desc.name,
-            sim: SimCloth {
-                triangles: mesh.triangles,
-                edges,
-                rest_lengths,
-                state,
-                pins,
-                external: vec![Vec3::ZERO; n],
-                thickness: desc.thickness,
-                friction: desc.friction,
-                air_damping: desc.air_damping,
-                collision_settings: desc.collision,
-                model,
-            },
+            undo: ClothUndo::for_cloth(&sim),
+            sim,
             pin_tracks: Vec::new(),
             arena: FrameArena::with_capacity(ntri * ARENA_BYTES_PER_TRIANGLE),
         })

@@ -183,15 +183,69 @@ impl World {
     }
 
     /// Advances one frame of length `dt` (s), inside the world's thread pool
-    /// when one is set. A refused `dt` ([`World::check_step`]) changes nothing.
+    /// when one is set. A refused `dt` ([`World::check_step`]) changes nothing, and a step
+    /// that fails (an error, or a panic, which is passed on) is undone: the world is as it was
+    /// before the call (`undo.rs`), so a retry or the next frame gives the same `state_hash`
+    /// as if the call had not been made. An isometric cloth forgets its BDF2 history then.
     ///
     /// Under a host's task dispatcher ([`World::set_task_dispatcher`]) it runs on the calling
     /// thread and the dispatcher's, and never in a pool.
     pub fn step(&mut self, dt: f32) -> Result<FrameStats, StepError> {
-        match (self.pool.clone(), &self.executor) {
-            (_, Executor::Host(_)) => self.executor.clone().enter(|| self.step_frame(dt)),
-            (Some(pool), Executor::Rayon) => pool.install(|| self.step_frame(dt)),
-            (None, Executor::Rayon) => self.step_frame(dt),
+        self.check_step(dt)?;
+        self.save_undo();
+        self.step_saved(dt)
+    }
+
+    /// [`World::step`] after [`World::save_undo`]: a failed step puts back what was saved
+    /// (the C API saves before it sets the pending pin targets and poses, so that a failed
+    /// step undoes those too).
+    pub(crate) fn step_saved(&mut self, dt: f32) -> Result<FrameStats, StepError> {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match (self.pool.clone(), &self.executor) {
+                (_, Executor::Host(_)) => self.executor.clone().enter(|| self.step_frame(dt)),
+                (Some(pool), Executor::Rayon) => pool.install(|| self.step_frame(dt)),
+                (None, Executor::Rayon) => self.step_frame(dt),
+            }
+        }));
+        match run {
+            Ok(Ok(stats)) => Ok(stats),
+            Ok(Err(e)) => {
+                self.restore_undo();
+                Err(e)
+            }
+            Err(panic) => {
+                self.restore_undo();
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
+    /// Saves what the world and its cloths carry into the next frame (`undo.rs`).
+    pub(crate) fn save_undo(&mut self) {
+        self.undo.save(
+            self.time,
+            self.frame,
+            self.colliders.iter().map(|c| (c.pose, c.desc.motion)),
+            self.obstacles.iter().map(|o| (o.pose, o.desc.motion)),
+        );
+        for c in &mut self.cloths {
+            c.undo.save(&c.sim);
+        }
+    }
+
+    /// Puts back what [`World::save_undo`] saved.
+    fn restore_undo(&mut self) {
+        (self.time, self.frame) = self.undo.clock();
+        for (c, &(pose, motion)) in self.colliders.iter_mut().zip(self.undo.colliders()) {
+            c.pose = pose;
+            c.desc.motion = motion;
+        }
+        for (o, &(pose, motion)) in self.obstacles.iter_mut().zip(self.undo.obstacles()) {
+            o.pose = pose;
+            o.desc.motion = motion;
+        }
+        for c in &mut self.cloths {
+            c.undo.restore(&mut c.sim);
         }
     }
 

@@ -13,6 +13,7 @@ mod frame;
 pub(crate) mod ids;
 pub(crate) mod layers;
 mod output;
+mod undo;
 
 pub use bodies::{Animated, Collider, ColliderDesc, Obstacle, ObstacleDesc, motion_between};
 pub(crate) use bodies::{check_motion, check_pose, check_shape, tessellate};
@@ -189,6 +190,8 @@ pub struct World {
     pub(crate) layers: layers::Layers,
     time: f64,
     frame: u64,
+    /// What the world carried into the current step, put back if it fails (`undo.rs`).
+    undo: undo::WorldUndo,
 }
 
 impl World {
@@ -222,6 +225,7 @@ impl World {
             layers: layers::Layers::default(),
             time: 0.0,
             frame: 0,
+            undo: undo::WorldUndo::default(),
         }
     }
 

@@ -6,7 +6,7 @@
  *   workers and on the host's pool gives the same state hash, printed as
  *   "state_hash <hex>" (the harness compares it with `weft run`'s);
  * - a dispatcher that skips a task makes the step fail with WEFT_STATUS_THREADS and
- *   leaves the world's state as it was;
+ *   leaves the world's state as it was, a pending pin target still pending;
  * - a NULL dispatcher hands the steps back to weft's own workers.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -179,6 +179,37 @@ int main(int argc, char **argv) {
               "a NULL world is refused");
 
   printf("state_hash %016" PRIx64 "\n", hash_of(host));
+
+  /* a pending pin target survives a failed step: both worlds get the same target, the host's
+     first step fails, and its retry matches the own world's step */
+  weft_world *worlds[2] = {host, own};
+  for (int w = 0; w < 2; w++) {
+    weft_cloth cloths[16];
+    uint32_t count = 0;
+    CHECK(weft_world_cloths(worlds[w], cloths, 16, &count));
+    weft_cloth cloth = cloths[0];
+    uint32_t n = 0;
+    CHECK(weft_cloth_vertex_count(worlds[w], cloth, &n));
+    float *x = malloc(3 * (size_t)n * sizeof *x);
+    EXPECT_TRUE(x != NULL, "out of memory");
+    if (!x) return 1;
+    CHECK(weft_cloth_copy_positions(worlds[w], cloth, x, n));
+    uint32_t vertex = 0;
+    float target[3] = {x[0], x[1] + 0.01f, x[2]};
+    CHECK(weft_cloth_set_pins(worlds[w], cloth, &vertex, target, 1));
+    free(x);
+  }
+  uint64_t before = hash_of(host);
+  CHECK(weft_world_set_task_dispatcher(host, skip_first, NULL));
+  s = weft_world_step(host, dt, &stats);
+  EXPECT_TRUE(s == WEFT_STATUS_THREADS, "a skipped task gives status %u", (unsigned)s);
+  EXPECT_TRUE(hash_of(host) == before, "the failed step with a pin target changed the state");
+  CHECK(weft_world_set_task_dispatcher(host, NULL, NULL));
+  CHECK(weft_world_step(host, dt, &stats));
+  CHECK(weft_world_step(own, dt, &stats));
+  EXPECT_TRUE(hash_of(host) == hash_of(own),
+              "the pin target pending at a failed step was lost: the worlds differ");
+
   CHECK(weft_world_destroy(host));
   CHECK(weft_world_destroy(own));
   pool_stop(&pool);
