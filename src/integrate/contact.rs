@@ -199,10 +199,22 @@ impl Constraints {
                     let i = first + k;
                     let c =
                         vertex_constraint(h, x[i], v[i], engaged_before[i], colliders, thickness);
-                    filters[k] = c.filter;
-                    z[k] = c.z;
-                    y[k] = c.y;
-                    contact_count[k] = c.recorded;
+                    // Stored only when the bits change: most vertices keep theirs from one
+                    // substep to the next, and a store to a line the solve left shared with
+                    // the other core costs an invalidation where a load does not
+                    // (docs/methods/threading.md, "Stores to shared lines").
+                    if !same_filter(&filters[k], &c.filter) {
+                        filters[k] = c.filter;
+                    }
+                    if !same_bits(z[k], c.z) {
+                        z[k] = c.z;
+                    }
+                    if !same_bits(y[k], c.y) {
+                        y[k] = c.y;
+                    }
+                    if contact_count[k] != c.recorded {
+                        contact_count[k] = c.recorded;
+                    }
                     if c.count > 0 {
                         contacts[k] = c.contacts;
                         active += c.count;
@@ -265,6 +277,25 @@ impl Constraints {
                 v_new[i] -= vt * (dv_max / vt_len);
             }
         }
+    }
+}
+
+/// Whether `a` and `b` hold the same bits (unlike `==`, which equates `0.0` with `-0.0`).
+#[inline(always)]
+fn same_bits(a: Vec3, b: Vec3) -> bool {
+    a.to_array().map(f32::to_bits) == b.to_array().map(f32::to_bits)
+}
+
+/// Whether two filters are the same, bit for bit.
+#[inline(always)]
+fn same_filter(a: &Filter, b: &Filter) -> bool {
+    match (a, b) {
+        (Filter::Free, Filter::Free) | (Filter::Fixed, Filter::Fixed) => true,
+        (Filter::OneDirection(p), Filter::OneDirection(q)) => same_bits(*p, *q),
+        (Filter::TwoDirections(p0, p1), Filter::TwoDirections(q0, q1)) => {
+            same_bits(*p0, *q0) && same_bits(*p1, *q1)
+        }
+        _ => false,
     }
 }
 
