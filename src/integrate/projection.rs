@@ -78,7 +78,9 @@
 //!   current set (the multipliers are then those of the step's problem). With rows that follow
 //!   the obstacles ([`GaussNewtonProjection::project_in_contact`]) pulling rows are also
 //!   released at every iteration and rows that started released are taken when their vertex
-//!   reaches them (`docs/methods/isometric-contact.md`).
+//!   reaches them (`docs/methods/isometric-contact.md`). Opt-in ([`ActiveSetRule::EveryIteration`],
+//!   Wang 2012 §3.3): those rows start active within the stopping band of their plane, and a row
+//!   released for pulling is taken back at any iteration its vertex is behind its plane.
 //! - Budget: at the Newton cap or the deadline the last iterate is returned, or the best one
 //!   when the iteration diverged (`DIVERGED_FACTOR`, [`ProjectionReport::kept_best`]).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
@@ -546,6 +548,31 @@ pub struct ProjectionSettings {
     /// Longest node move of one Gauss–Newton step, in metres: a longer step is shortened as a
     /// whole (`docs/methods/isometric-model.md` §A25). `f64::INFINITY` (the default): no bound.
     pub step_bound: f64,
+    /// How the unilateral contact rows start a projection and when a row released for pulling
+    /// comes back ([`ActiveSetRule`]).
+    pub active_set: ActiveSetRule,
+}
+
+/// When the active set of the unilateral contact rows ([`ContactRow::unilateral`]) takes a
+/// released row back, and which of them start a projection active
+/// (`docs/methods/isometric-contact.md` §2). The self-contact rows ([`SelfContactRow`]) follow
+/// [`ActiveSetRule::TakeAtConvergence`] under both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ActiveSetRule {
+    /// A row starts active when its node is on or behind its plane; a row released for
+    /// pulling comes back only when the iteration meets its tolerance on the current set (the
+    /// default).
+    #[default]
+    TakeAtConvergence,
+    /// Wang 2012 §3.3's simultaneous handling: the set is updated at every Gauss–Newton
+    /// iteration in both directions. A row starts active when its node lies within the
+    /// stopping test's band of its plane (`tolerance · contact_length`, where the test calls an
+    /// active row met); a row released for pulling is taken back at the first iterate whose
+    /// node lies behind its plane by more than that band, also after its changes are spent,
+    /// and a row taken back then stays active. Each row changes at most three times a call.
+    /// (On the self-contact rows, nearly dependent on the cloth's own rows in a fold one
+    /// element wide, this was measured worse: `docs/methods/isometric-model.md` §A26.)
+    EveryIteration,
 }
 
 /// When a projection takes the self-stress out of the multipliers of its
@@ -620,6 +647,7 @@ impl Default for ProjectionSettings {
             self_stress_filter: SelfStressFilter::Off,
             line_search: false,
             step_bound: f64::INFINITY,
+            active_set: ActiveSetRule::TakeAtConvergence,
         }
     }
 }
@@ -1269,7 +1297,7 @@ impl GaussNewtonProjection {
             r.relinearise(x);
         }
         self.z[self_base..rows].fill(0.0);
-        self.start_active_set(x);
+        self.start_active_set(x, settings);
         self.contact_toggles.fill(0);
         self.self_toggles.fill(0);
         self.refresh_contact_diagonal();
@@ -1314,7 +1342,7 @@ impl GaussNewtonProjection {
             if report.max_violation <= settings.tolerance && report.iterations >= min_solves {
                 // Converged on this active set: its multipliers are those of the solution, so
                 // this is where the set is updated; a change means more iterations.
-                let set = self.update_active_set(x, fast, true);
+                let set = self.update_active_set(x, fast, true, settings);
                 report.released_contacts = set.inactive;
                 if !set.changed {
                     report.converged = true;
@@ -1357,7 +1385,7 @@ impl GaussNewtonProjection {
                 for r in &mut self.self_rows {
                     r.relinearise(x);
                 }
-                let set = self.update_active_set(x, fast, false);
+                let set = self.update_active_set(x, fast, false, settings);
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
             }
@@ -1858,12 +1886,20 @@ impl GaussNewtonProjection {
     /// already closer than the thickness to the collider is pushed out), and is taken when
     /// the vertex reaches it
     /// (**choice**, not in the thesis); the rows that follow it on the same vertex (its
-    /// tangents) start as it does; every other row starts active.
-    fn start_active_set(&mut self, x: &[DVec3]) {
+    /// tangents) start as it does; every other row starts active. With
+    /// [`ActiveSetRule::EveryIteration`] "on its plane" means within the stopping test's band
+    /// `tolerance · contact_length` in front of it: a node that an earlier projection left on
+    /// its plane within the tolerance, or that slid on a curved collider since its row was
+    /// linearised, starts held (`docs/methods/isometric-contact.md` §2).
+    fn start_active_set(&mut self, x: &[DVec3], settings: &ProjectionSettings) {
+        let band = match settings.active_set {
+            ActiveSetRule::TakeAtConvergence => 0.0,
+            ActiveSetRule::EveryIteration => settings.tolerance * settings.contact_length,
+        };
         let mut owner: Option<(u32, bool)> = None;
         for (c, active) in self.contacts.iter().zip(&mut self.contact_active) {
             *active = if c.unilateral {
-                let on = !c.speculative || c.direction.dot(x[c.vertex as usize]) <= c.target;
+                let on = !c.speculative || c.direction.dot(x[c.vertex as usize]) <= c.target + band;
                 owner = Some((c.vertex, on));
                 on
             } else {
@@ -1899,7 +1935,32 @@ impl GaussNewtonProjection {
     /// released row is taken only if it has not changed in this call yet (a speculative row
     /// whose vertex reached its plane); a row released for pulling comes back only with
     /// `take = true`, at convergence (`docs/methods/isometric-contact.md` §2).
-    fn update_active_set(&mut self, x: &[DVec3], fast: bool, take: bool) -> ActiveSet {
+    ///
+    /// With [`ActiveSetRule::EveryIteration`] `take` is not read for the unilateral contact
+    /// rows: a released row that has changed before is taken at any iteration where its vertex
+    /// lies behind its plane by more than `tolerance · contact_length` (within that band the
+    /// stopping test would call it met), even when its changes are spent; it then stays
+    /// active, since it can no longer be released. So no call ends with a released contact
+    /// row behind its plane beyond the band, and a row changes at most
+    /// `MAX_CONTACT_TOGGLES + 1` times. The self-contact rows keep the default rule.
+    fn update_active_set(
+        &mut self,
+        x: &[DVec3],
+        fast: bool,
+        take: bool,
+        settings: &ProjectionSettings,
+    ) -> ActiveSet {
+        let every = settings.active_set == ActiveSetRule::EveryIteration;
+        let band = settings.tolerance * settings.contact_length;
+        // Whether a released row with `toggles` changes and value `g` (negative behind its
+        // plane) is taken, under `ActiveSetRule::EveryIteration` (`every`) or the default.
+        let taken = |every: bool, toggles: u8, g: f64| {
+            if every {
+                if toggles == 0 { g < 0.0 } else { g < -band }
+            } else {
+                toggles < MAX_CONTACT_TOGGLES && (take || toggles == 0) && g < 0.0
+            }
+        };
         let base = self.topo.num_cloth_rows();
         let mut out = ActiveSet::default();
         // The normal row governing the rows that follow it on the same vertex.
@@ -1910,13 +1971,17 @@ impl GaussNewtonProjection {
             let was = self.contact_active[j];
             let now = if c.unilateral {
                 let lambda = self.z[a];
-                let now = if fast || self.contact_toggles[j] >= MAX_CONTACT_TOGGLES {
+                let toggles = self.contact_toggles[j];
+                let now = if fast {
                     was
                 } else if was {
-                    lambda <= 0.0
+                    toggles >= MAX_CONTACT_TOGGLES || lambda <= 0.0
                 } else {
-                    (take || self.contact_toggles[j] == 0)
-                        && c.direction.dot(x[c.vertex as usize]) < c.target
+                    taken(
+                        every,
+                        toggles,
+                        c.direction.dot(x[c.vertex as usize]) - c.target,
+                    )
                 };
                 owner = Some((c.vertex, now));
                 now
@@ -1935,17 +2000,18 @@ impl GaussNewtonProjection {
             }
             out.inactive += u32::from(c.unilateral && !now);
         }
-        // Self-contact rows: the same rules as the unilateral normal rows.
+        // Self-contact rows: the default rules of the unilateral normal rows.
         let base = base + self.contacts.len();
         for k in 0..self.self_rows.len() {
             let a = base + k;
             let was = self.self_active[k];
-            let now = if fast || self.self_toggles[k] >= MAX_CONTACT_TOGGLES {
+            let toggles = self.self_toggles[k];
+            let now = if fast {
                 was
             } else if was {
-                self.z[a] <= 0.0
+                toggles >= MAX_CONTACT_TOGGLES || self.z[a] <= 0.0
             } else {
-                (take || self.self_toggles[k] == 0) && self.self_rows[k].value(x) < 0.0
+                taken(false, toggles, self.self_rows[k].value(x))
             };
             if now != was {
                 self.self_active[k] = now;
@@ -3470,6 +3536,202 @@ mod tests {
         assert!(touching >= 3, "{touching} nodes on the ball");
         // The prediction sank into the ball (the test is not vacuous).
         assert!(target[8].length() < r, "{}", target[8]);
+    }
+
+    /// The chain of [`nodes_driven_into_an_obstacle_end_on_its_surface`] with weak springs
+    /// (residual rows, so that every projection solves at least once), its rows and its
+    /// projector under `rule`, projected once onto the ball.
+    #[allow(clippy::type_complexity)] // a test's set-up
+    fn chain_on_ball(
+        rule: ActiveSetRule,
+    ) -> (
+        GaussNewtonProjection,
+        EdgeLengths,
+        SpringResidual,
+        Vec<f64>,
+        Vec<f64>,
+        Vec<DVec3>,
+        Vec<DVec3>,
+        ProjectionSettings,
+    ) {
+        let n = 17;
+        let x0: Vec<DVec3> = (0..n)
+            .map(|i| DVec3::new(-0.4 + 0.05 * i as f64, 0.25, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let set = EdgeLengths::new(&edges, &x0);
+        let springs = SpringResidual::new(&edges, 1e-3, 1.0);
+        let mut inv_mass = vec![1.0; n];
+        inv_mass[0] = 0.0;
+        inv_mass[n - 1] = 0.0;
+        let mut target: Vec<DVec3> = x0.iter().map(|p| *p - DVec3::Y * 0.12).collect();
+        target[0] = DVec3::new(-0.15, 0.25, 0.0);
+        target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
+        let prox: Vec<f64> = edges
+            .iter()
+            .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
+            .collect();
+        let settings = ProjectionSettings {
+            tolerance: 1e-6,
+            max_iterations: 60,
+            contact_length: 0.05,
+            active_set: rule,
+            ..ProjectionSettings::default()
+        };
+        let ball = Ball { r: 0.2, eta: 0.004 };
+        let mut proj = GaussNewtonProjection::new(n, &[&set, &springs], 3 * n);
+        for v in 1..n as u32 - 1 {
+            let (dir, t) = ball
+                .plane(v, target[v as usize])
+                .unwrap_or((DVec3::Y, -1.0));
+            proj.push_contact(ContactRow {
+                vertex: v,
+                direction: dir,
+                target: t,
+                compliance: 0.0,
+                unilateral: true,
+                speculative: true,
+            });
+        }
+        let mut x = target.clone();
+        let rep = proj.project_in_contact(
+            &chain_families(&set, &springs, &prox),
+            &target,
+            &inv_mass,
+            &settings,
+            &ball,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rule:?}: {rep:?}");
+        (proj, set, springs, prox, inv_mass, target, x, settings)
+    }
+
+    /// The families of [`chain_on_ball`]: its distance rows (proximal) and springs.
+    fn chain_families<'a>(
+        set: &'a EdgeLengths,
+        springs: &'a SpringResidual,
+        prox: &'a [f64],
+    ) -> [RowFamily<'a>; 2] {
+        [
+            RowFamily {
+                set,
+                role: RowRole::Proximal(prox),
+                linear: false,
+                scale: StrainScale::PerRow(&set.rest),
+            },
+            RowFamily {
+                set: springs,
+                role: RowRole::Residual,
+                linear: true,
+                scale: StrainScale::Untested,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_reprojection_keeps_the_rows_its_nodes_rest_on() {
+        // The chain projected onto the ball, then projected again towards the same target from
+        // its result with every node on the ball lifted by half the stopping band
+        // (`tolerance · contact_length`) along its normal: a node that the last projection
+        // left on its plane within the tolerance, or that a collision pass nudged. Under
+        // `ActiveSetRule::EveryIteration` its row starts active, so the re-projection holds
+        // every such node from its first solve and changes no row. (Under the default rule
+        // those rows start released: the first solve drives their nodes into the ball and the
+        // next takes them back, `docs/methods/isometric-model.md` §A25.)
+        let ball = Ball { r: 0.2, eta: 0.004 };
+        let mut changes = Vec::new();
+        for rule in [
+            ActiveSetRule::TakeAtConvergence,
+            ActiveSetRule::EveryIteration,
+        ] {
+            let (mut proj, set, springs, prox, inv_mass, target, x, settings) = chain_on_ball(rule);
+            let band = settings.tolerance * settings.contact_length;
+            let mut start = x.clone();
+            let mut on_ball = 0;
+            for p in start.iter_mut().skip(1).take(x.len() - 2) {
+                if (p.length() - (ball.r + ball.eta)).abs() <= band {
+                    *p += 0.5 * band * p.normalize();
+                    on_ball += 1;
+                }
+            }
+            assert!(on_ball >= 3, "{on_ball} nodes on the ball");
+            let rep = proj.project_in_contact(
+                &chain_families(&set, &springs, &prox),
+                &target,
+                &inv_mass,
+                &settings,
+                &ball,
+                &mut start,
+                &mut || false,
+            );
+            assert!(rep.converged, "{rule:?}: {rep:?}");
+            for p in start.iter().skip(1).take(x.len() - 2) {
+                assert!(p.length() - (ball.r + ball.eta) >= -band * 1.01, "{p}");
+            }
+            let changed: u32 = proj.contact_toggles.iter().map(|&t| u32::from(t)).sum();
+            changes.push((changed, rep.iterations));
+        }
+        let (every, default) = (changes[1], changes[0]);
+        assert_eq!(
+            every.0, 0,
+            "EveryIteration: {every:?}, default: {default:?}"
+        );
+        assert!(
+            every.1 <= 2,
+            "EveryIteration: {every:?}, default: {default:?}"
+        );
+        assert!(
+            default.0 > 0,
+            "EveryIteration: {every:?}, default: {default:?}"
+        );
+    }
+
+    #[test]
+    fn a_row_released_for_pulling_is_taken_back_at_the_next_iteration_its_node_is_behind() {
+        // One node, one unilateral row `y ≥ 0` that has been released twice over (taken, then
+        // released for pulling: its two changes spent), its node now 1 mm behind the plane,
+        // and the iteration not converged (`take = false`). The default rule leaves it released
+        // until the stopping test holds, and with its changes spent for good, so a projection
+        // can stop, converged or at its cap, with the node inside the obstacle. Under
+        // `ActiveSetRule::EveryIteration` it is taken at once and stays active; a node behind
+        // by less than the stopping band is left released (the test calls that met).
+        for (rule, depth, taken) in [
+            (ActiveSetRule::TakeAtConvergence, 1e-3, false),
+            (ActiveSetRule::EveryIteration, 1e-3, true),
+            (ActiveSetRule::EveryIteration, 0.5e-5, false),
+        ] {
+            let x0 = vec![DVec3::ZERO, DVec3::X * 0.1];
+            let set = EdgeLengths::new(&[[0, 1]], &x0);
+            let mut proj = GaussNewtonProjection::new(2, &[&set], 1);
+            proj.push_contact(ContactRow {
+                vertex: 1,
+                direction: DVec3::Y,
+                target: 0.0,
+                compliance: 0.0,
+                unilateral: true,
+                speculative: true,
+            });
+            let settings = ProjectionSettings {
+                tolerance: 1e-3,
+                contact_length: 1e-2,
+                active_set: rule,
+                ..ProjectionSettings::default()
+            };
+            proj.contact_active[0] = false;
+            proj.contact_toggles[0] = MAX_CONTACT_TOGGLES;
+            let x = vec![DVec3::ZERO, DVec3::new(0.1, -depth, 0.0)];
+            let set_change = proj.update_active_set(&x, false, false, &settings);
+            assert_eq!(set_change.changed, taken, "{rule:?} at {depth}");
+            assert_eq!(proj.contact_active[0], taken, "{rule:?} at {depth}");
+            if taken {
+                // Active for good: a pull no longer releases it.
+                let base = proj.num_cloth_rows();
+                proj.z[base] = 1.0;
+                let again = proj.update_active_set(&x, false, false, &settings);
+                assert!(!again.changed && proj.contact_active[0]);
+            }
+        }
     }
 
     /// An infinite cylinder of radius `r` about the y axis (the side of a capsule) seen by

@@ -261,6 +261,12 @@ pub struct IsometricSolverSection {
     /// Longest node move of one Gauss–Newton step, in metres (0: no bound; §A25).
     #[serde(default)]
     pub step_bound: f64,
+    /// When the unilateral contact rows' active set changes: `"take-at-convergence"` (a row
+    /// released for pulling comes back when the projection meets its tolerance) or
+    /// `"every-iteration"` (Wang 2012 §3.3: both ways at every Gauss–Newton iteration;
+    /// `docs/methods/isometric-contact.md` §2).
+    #[serde(default)]
+    pub active_set: ActiveSetKind,
 }
 
 impl Default for IsometricSolverSection {
@@ -292,6 +298,7 @@ impl Default for IsometricSolverSection {
             hold_repelled_pairs: false,
             line_search: false,
             step_bound: 0.0,
+            active_set: ActiveSetKind::default(),
         }
     }
 }
@@ -407,6 +414,17 @@ pub enum SelfStressFilterKind {
     AfterConvergence,
     /// The self-stress is taken out after every projection.
     Always,
+}
+
+/// `[solver.isometric] active_set`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActiveSetKind {
+    /// A row released for pulling comes back when the projection meets its tolerance.
+    #[default]
+    TakeAtConvergence,
+    /// The set changes both ways at every Gauss–Newton iteration.
+    EveryIteration,
 }
 
 /// `[solver.isometric] second_target`.

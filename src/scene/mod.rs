@@ -986,13 +986,15 @@ fn isometric_desc(
     use crate::integrate::bdf2::Integrator;
     use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
     use crate::integrate::isometric_cloth::RestShape;
+    use crate::integrate::projection::ActiveSetRule;
     use crate::integrate::projection::LinearSolver;
     use crate::integrate::projection::ProjectionSettings;
     use crate::integrate::projection::SelfStressFilter;
     use crate::linalg::{CholeskyThreads, Ordering};
     use file::{
-        CholeskyOrderingKind, ContactRowsKind, CouplingKind, IntegratorKind, LinearSolverKind,
-        ModelKind, RestShapeKind, SecondTargetKind, SelfStressFilterKind, StrainTestKind,
+        ActiveSetKind, CholeskyOrderingKind, ContactRowsKind, CouplingKind, IntegratorKind,
+        LinearSolverKind, ModelKind, RestShapeKind, SecondTargetKind, SelfStressFilterKind,
+        StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1067,6 +1069,10 @@ fn isometric_desc(
             s.step_bound
         } else {
             f64::INFINITY
+        },
+        active_set: match s.active_set {
+            ActiveSetKind::TakeAtConvergence => ActiveSetRule::TakeAtConvergence,
+            ActiveSetKind::EveryIteration => ActiveSetRule::EveryIteration,
         },
         ..ProjectionSettings::default()
     };
