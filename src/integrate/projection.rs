@@ -3424,6 +3424,29 @@ mod tests {
     }
 
     /// Gives each of `nodes` a hard, speculative, unilateral contact row on `geometry`'s plane
+    /// at `target` (a plane it cannot reach where the geometry has none yet).
+    fn push_speculative_rows(
+        proj: &mut GaussNewtonProjection,
+        geometry: &dyn ContactGeometry,
+        target: &[DVec3],
+        nodes: std::ops::Range<u32>,
+    ) {
+        for v in nodes {
+            let (dir, t) = geometry
+                .plane(v, target[v as usize])
+                .unwrap_or((DVec3::Y, -1.0));
+            proj.push_contact(ContactRow {
+                vertex: v,
+                direction: dir,
+                target: t,
+                compliance: 0.0,
+                unilateral: true,
+                speculative: true,
+            });
+        }
+    }
+
+    /// Gives each of `nodes` a hard, speculative, unilateral contact row on `geometry`'s plane
     /// at its prediction (a plane it cannot reach where the geometry has none yet: taken over
     /// by the geometry's when the node comes near) and projects `target` with the edge rows
     /// `set` proximal, as the cloth's (`RowRole::Proximal`: hard at convergence). Returns the
@@ -3439,19 +3462,7 @@ mod tests {
         geometry: &dyn ContactGeometry,
         settings: &ProjectionSettings,
     ) -> (Vec<DVec3>, ProjectionReport) {
-        for v in nodes {
-            let (dir, t) = geometry
-                .plane(v, target[v as usize])
-                .unwrap_or((DVec3::Y, -1.0));
-            proj.push_contact(ContactRow {
-                vertex: v,
-                direction: dir,
-                target: t,
-                compliance: 0.0,
-                unilateral: true,
-                speculative: true,
-            });
-        }
+        push_speculative_rows(proj, geometry, target, nodes);
         let prox: Vec<f64> = edges
             .iter()
             .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
@@ -3580,19 +3591,7 @@ mod tests {
         };
         let ball = Ball { r: 0.2, eta: 0.004 };
         let mut proj = GaussNewtonProjection::new(n, &[&set, &springs], 3 * n);
-        for v in 1..n as u32 - 1 {
-            let (dir, t) = ball
-                .plane(v, target[v as usize])
-                .unwrap_or((DVec3::Y, -1.0));
-            proj.push_contact(ContactRow {
-                vertex: v,
-                direction: dir,
-                target: t,
-                compliance: 0.0,
-                unilateral: true,
-                speculative: true,
-            });
-        }
+        push_speculative_rows(&mut proj, &ball, &target, 1..n as u32 - 1);
         let mut x = target.clone();
         let rep = proj.project_in_contact(
             &chain_families(&set, &springs, &prox),
