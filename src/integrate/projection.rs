@@ -3486,6 +3486,24 @@ mod tests {
         (x, rep)
     }
 
+    /// A chain of 17 nodes (rest spacing 5 cm, 80 cm long) at `y = 0.25`, its ends pinned
+    /// 30 cm apart at that height and its free nodes predicted 12 cm lower: rest positions,
+    /// edges, inverse masses and the prediction.
+    fn chain_over_ball() -> (Vec<DVec3>, Vec<[u32; 2]>, Vec<f64>, Vec<DVec3>) {
+        let n = 17;
+        let x0: Vec<DVec3> = (0..n)
+            .map(|i| DVec3::new(-0.4 + 0.05 * i as f64, 0.25, 0.0))
+            .collect();
+        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let mut inv_mass = vec![1.0; n];
+        inv_mass[0] = 0.0;
+        inv_mass[n - 1] = 0.0;
+        let mut target: Vec<DVec3> = x0.iter().map(|p| *p - DVec3::Y * 0.12).collect();
+        target[0] = DVec3::new(-0.15, 0.25, 0.0);
+        target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
+        (x0, edges, inv_mass, target)
+    }
+
     #[test]
     fn nodes_driven_into_an_obstacle_end_on_its_surface() {
         // A chain of 17 nodes (rest spacing 5 cm, 80 cm long) whose ends are pinned 30 cm apart
@@ -3496,18 +3514,9 @@ mod tests {
         // its surface (offset by the thickness) within the tolerance, wherever they slid, and
         // none inside.
         let (r, eta) = (0.2, 0.004);
-        let n = 17;
-        let x0: Vec<DVec3> = (0..n)
-            .map(|i| DVec3::new(-0.4 + 0.05 * i as f64, 0.25, 0.0))
-            .collect();
-        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let (x0, edges, inv_mass, target) = chain_over_ball();
+        let n = x0.len();
         let set = EdgeLengths::new(&edges, &x0);
-        let mut inv_mass = vec![1.0; n];
-        inv_mass[0] = 0.0;
-        inv_mass[n - 1] = 0.0;
-        let mut target: Vec<DVec3> = x0.iter().map(|p| *p - DVec3::Y * 0.12).collect();
-        target[0] = DVec3::new(-0.15, 0.25, 0.0);
-        target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
         let ball = Ball { r, eta };
         let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
         let tolerance = 1e-6;
@@ -3565,19 +3574,10 @@ mod tests {
         Vec<DVec3>,
         ProjectionSettings,
     ) {
-        let n = 17;
-        let x0: Vec<DVec3> = (0..n)
-            .map(|i| DVec3::new(-0.4 + 0.05 * i as f64, 0.25, 0.0))
-            .collect();
-        let edges: Vec<[u32; 2]> = (0..n as u32 - 1).map(|i| [i, i + 1]).collect();
+        let (x0, edges, inv_mass, target) = chain_over_ball();
+        let n = x0.len();
         let set = EdgeLengths::new(&edges, &x0);
         let springs = SpringResidual::new(&edges, 1e-3, 1.0);
-        let mut inv_mass = vec![1.0; n];
-        inv_mass[0] = 0.0;
-        inv_mass[n - 1] = 0.0;
-        let mut target: Vec<DVec3> = x0.iter().map(|p| *p - DVec3::Y * 0.12).collect();
-        target[0] = DVec3::new(-0.15, 0.25, 0.0);
-        target[n - 1] = DVec3::new(0.15, 0.25, 0.0);
         let prox: Vec<f64> = edges
             .iter()
             .map(|&[i, j]| 1e-6 * (inv_mass[i as usize] + inv_mass[j as usize]))
