@@ -97,6 +97,8 @@
 // Per-node loops index several parallel arrays by the node number.
 #![allow(clippy::needless_range_loop)]
 
+use std::collections::HashSet;
+
 use bumpalo::Bump;
 use glam::{DVec3, Vec3};
 
@@ -371,6 +373,9 @@ pub struct IsometricStepper {
     self_contact: SelfContactFinder,
     /// The cloth–cloth pairs the collision stage repelled in this step, held as rows.
     held_pairs: Vec<RepelledPair>,
+    /// The vertices of each of `held_pairs`, so that a pair found again is kept once without a
+    /// scan of the list.
+    held_verts: HashSet<[u32; 4]>,
     /// Per node: it belongs to a held pair.
     in_pair: Vec<bool>,
     /// The self-contact rows of the next projection: the search's, then the held pairs'.
@@ -424,6 +429,7 @@ impl IsometricStepper {
             longest_edge: rest_lengths.iter().copied().fold(0.0f32, f32::max).into(),
             self_contact: SelfContactFinder::new(triangles),
             held_pairs: Vec::new(),
+            held_verts: HashSet::new(),
             in_pair: vec![false; n],
             self_buf: Vec::new(),
             hold_pairs: false,
@@ -574,6 +580,7 @@ impl IsometricStepper {
         self.passes = 0;
         self.reprojections = 0;
         self.held_pairs.clear();
+        self.held_verts.clear();
         self.in_pair.fill(false);
         self.hold_pairs = settings.hold_repelled_pairs
             && settings.rows_follow_obstacles()
@@ -1093,10 +1100,9 @@ impl IsometricStepper {
             for &v in &p.verts {
                 self.in_pair[v as usize] = true;
             }
-            if self.held_pairs.iter().any(|q| q.verts == p.verts) {
-                continue;
+            if self.held_verts.insert(p.verts) {
+                self.held_pairs.push(*p);
             }
-            self.held_pairs.push(*p);
         }
         (stats, moved)
     }
