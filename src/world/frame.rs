@@ -196,9 +196,9 @@ impl World {
         self.step_saved(dt)
     }
 
-    /// [`World::step`] after [`World::save_undo`]: a failed step puts back what was saved
-    /// (the C API saves before it sets the pending pin targets and poses, so that a failed
-    /// step undoes those too).
+    /// [`World::step`] after [`World::check_step`] and [`World::save_undo`]: a failed step puts
+    /// back what was saved (the C API saves before it sets the pending pin targets and poses,
+    /// so that a failed step undoes those too).
     pub(crate) fn step_saved(&mut self, dt: f32) -> Result<FrameStats, StepError> {
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match (self.pool.clone(), &self.executor) {
@@ -249,9 +249,9 @@ impl World {
         }
     }
 
+    /// One frame, `dt` already passed by [`World::check_step`] (its callers check before they
+    /// save, so a refused frame leaves the world as it was and is checked once).
     fn step_frame(&mut self, dt: f32) -> Result<FrameStats, StepError> {
-        // Checked before anything moves: a refused frame leaves the world as it was.
-        self.check_step(dt)?;
         let t0 = self.clock.now();
         let mut deadline = Deadline::start(self.clock.clone(), self.settings.budget.frame_ms);
         let mut stats = FrameStats::default();
