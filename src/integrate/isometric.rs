@@ -108,7 +108,7 @@ use super::projection::{
     ContactGeometry, ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings,
     RowFamily, SelfContactRow,
 };
-use super::self_contact::SelfContactFinder;
+use super::self_contact::{SelfContactFinder, friction_rows};
 use crate::collide::resolve::{
     ClothCollision, CollisionSettings, CollisionStats, ObstacleMeshes, RepelledPair,
 };
@@ -280,6 +280,13 @@ pub struct IsometricSettings {
     /// one-node rows from the pass and no lift of their collider rows
     /// (`docs/methods/isometric-model.md` §A24).
     pub hold_repelled_pairs: bool,
+    /// Friction on the self-contact rows (with the self-contact rows of
+    /// [`IsometricSettings::follow_obstacles`] and a [`IsometricSettings::friction_compliance`];
+    /// off by default): every self-contact row gets two soft tangential rows on the relative
+    /// tangential displacement of its node against the triangle's material point, anchored by
+    /// Coulomb's law within the step with the cloth's friction coefficient and released with
+    /// their normal row (`self_contact::friction_rows`, `docs/methods/isometric-contact.md` §6).
+    pub self_friction: bool,
 }
 
 impl IsometricSettings {
@@ -309,6 +316,7 @@ impl Default for IsometricSettings {
             contact_margin: 0.0,
             follow_obstacles: false,
             hold_repelled_pairs: false,
+            self_friction: false,
         }
     }
 }
@@ -783,6 +791,7 @@ impl IsometricStepper {
             colliders,
             h,
             thickness: f64::from(collision.thickness),
+            cloth_friction: f64::from(collision.friction),
             // The clearance is for rows that follow the colliders only.
             sag_radius: if follow { self.longest_edge } else { 0.0 },
         }
@@ -812,13 +821,31 @@ impl IsometricStepper {
             settings.contact_margin,
             SELF_CONTACT_COMPLIANCE,
         );
-        if !self.hold_pairs {
+        let friction = settings
+            .friction_compliance
+            .filter(|_| settings.self_friction);
+        report.self_contact_rows = report.self_contact_rows.max(rows.len() as u32);
+        if !self.hold_pairs && friction.is_none() {
             self.projection.set_self_rows(rows);
-            report.self_contact_rows = report.self_contact_rows.max(rows.len() as u32);
             return;
         }
         self.self_buf.clear();
-        self.self_buf.extend_from_slice(rows);
+        match friction {
+            None => self.self_buf.extend_from_slice(rows),
+            Some(beta) => {
+                for r in rows {
+                    self.self_buf.push(*r);
+                    self.self_buf.extend(friction_rows(
+                        r,
+                        x_n,
+                        &self.x_tilde,
+                        inv_mass,
+                        near.cloth_friction,
+                        beta,
+                    ));
+                }
+            }
+        }
         let margin = settings.projection.tolerance * settings.projection.contact_length;
         for p in &self.held_pairs {
             let w_max = p
@@ -836,16 +863,19 @@ impl IsometricStepper {
             ));
         }
         self.projection.set_self_rows(&self.self_buf);
-        report.self_contact_rows = report.self_contact_rows.max(self.self_buf.len() as u32);
+        // Normal rows (with the held pairs'), not their tangential rows.
+        let normal_rows = self.self_buf.iter().filter(|r| r.tangent == 0).count();
+        report.self_contact_rows = report.self_contact_rows.max(normal_rows as u32);
     }
 
     /// Folds the self-contact rows that ended the last projection active into the report.
     fn count_active_self_rows(&self, report: &mut IsometricReport) {
         let active = self
             .projection
-            .self_rows_active()
+            .self_rows()
             .iter()
-            .filter(|&&a| a)
+            .zip(self.projection.self_rows_active())
+            .filter(|(r, a)| **a && r.tangent == 0)
             .count() as u32;
         report.self_contact_active = report.self_contact_active.max(active);
     }
@@ -1179,6 +1209,9 @@ struct Near<'a> {
     colliders: &'a [ColliderView],
     h: f64,
     thickness: f64,
+    /// The cloth's own Coulomb coefficient (cloth–cloth pairs): `μ` of the self-contact rows'
+    /// friction.
+    cloth_friction: f64,
     /// The circumradius the clearance allows for (m): the longest rest edge of the mesh.
     sag_radius: f64,
 }
@@ -1835,6 +1868,7 @@ mod tests {
                 colliders: &colliders,
                 h,
                 thickness: eta,
+                cloth_friction: 0.0,
                 sag_radius: 0.0,
             };
             let hit = near.closest(&settings, x_tilde).expect("in the band");

@@ -295,6 +295,17 @@ pub struct SelfContactRow {
     /// Whether `β` and `n` stay as built rather than follow the iterate (a pair the collision
     /// stage repelled, held on the stage's own stencil).
     pub fixed: bool,
+    /// 0: a normal row. 1 or 2: the first or second tangential (friction) row of the normal
+    /// row `tangent` places before it in the pool ([`SelfContactRow::tangents`], Wang 2012
+    /// eq. 3.28): `normal` is then a tangent `t_k` completing the normal row's current normal,
+    /// `weights` the triangle's material point fixed for the step, and `distance = t_k · a`
+    /// for the anchor `a`. Soft, untested, and in the active set exactly while its normal row
+    /// is.
+    pub tangent: u8,
+    /// For a tangential row: the anchor `a`, the relative offset `x_p − Σ_i β_i x_i` (m) whose
+    /// tangential part the row holds (Wang 2012 eq. 3.27 in displacement form). Zero for a
+    /// normal row.
+    pub anchor: DVec3,
 }
 
 impl SelfContactRow {
@@ -325,9 +336,52 @@ impl SelfContactRow {
             normal: DVec3::ZERO,
             lead: 1.0,
             fixed: false,
+            tangent: 0,
+            anchor: DVec3::ZERO,
         };
         row.relinearise(x);
         row
+    }
+
+    /// The two tangential (friction) rows of this normal row (Wang 2012 eq. 3.28, soft with
+    /// compliance `compliance` as in eq. 3.30): `t_k · (x_p − Σ_i β_i x_i − a) = 0` for the
+    /// two tangents `t_k` of the normal row's current normal, with the triangle's material
+    /// point `β = weights` and the anchor `a` both fixed for the step. Their gradients sum to
+    /// zero over the four nodes (`Σ β_i = 1`), so they move no momentum. They go into the pool
+    /// right after this row, which they follow: re-linearised with its normal, released with
+    /// it (`docs/methods/isometric-contact.md` §6).
+    #[must_use]
+    pub fn tangents(&self, weights: [f64; 3], anchor: DVec3, compliance: f64) -> [Self; 2] {
+        [1u8, 2].map(|k| {
+            let mut row = SelfContactRow {
+                side: 0.0,
+                distance: 0.0,
+                compliance: compliance.max(0.0),
+                weights,
+                lead: 1.0,
+                fixed: true,
+                tangent: k,
+                anchor,
+                ..*self
+            };
+            row.follow(self.normal);
+            row
+        })
+    }
+
+    /// A tangential row's direction and target for its normal row's normal `n`: `t_k` of the
+    /// completion `(t₁, t₂)` of `n` (with equal compliance on both rows the pair acts as
+    /// `‖(I − n nᵀ)(r − a)‖² / (2D)`, whichever completion), `distance = t_k · a`.
+    fn follow(&mut self, n: DVec3) {
+        if n == DVec3::ZERO {
+            self.normal = DVec3::ZERO;
+            self.distance = 0.0;
+            return;
+        }
+        let (t1, t2) = n.any_orthonormal_pair();
+        let t = if self.tangent == 1 { t1 } else { t2 };
+        self.normal = t;
+        self.distance = t.dot(self.anchor);
     }
 
     /// A row on the stencil of a pair the collision stage repelled: `n · Σ_k c_k x_k ≥ target`
@@ -347,6 +401,8 @@ impl SelfContactRow {
             normal,
             lead: c[3],
             fixed: true,
+            tangent: 0,
+            anchor: DVec3::ZERO,
         }
     }
 
@@ -1293,9 +1349,7 @@ impl GaussNewtonProjection {
         if let Some(g) = geometry {
             self.relinearise_contacts(g, x);
         }
-        for r in &mut self.self_rows {
-            r.relinearise(x);
-        }
+        self.relinearise_self_rows(x);
         self.z[self_base..rows].fill(0.0);
         self.start_active_set(x, settings);
         self.contact_toggles.fill(0);
@@ -1305,7 +1359,8 @@ impl GaussNewtonProjection {
         // minimiser then.
         let min_solves = u32::from(
             families.iter().any(|f| f.role.any_soft())
-                || self.contacts.iter().any(|c| c.compliance > 0.0),
+                || self.contacts.iter().any(|c| c.compliance > 0.0)
+                || self.self_rows.iter().any(|r| r.tangent != 0),
         );
         // Constant gradients once.
         for (i, f) in families.iter().enumerate() {
@@ -1382,9 +1437,7 @@ impl GaussNewtonProjection {
                 if let Some(g) = geometry {
                     self.relinearise_contacts(g, x);
                 }
-                for r in &mut self.self_rows {
-                    r.relinearise(x);
-                }
+                self.relinearise_self_rows(x);
                 let set = self.update_active_set(x, fast, false, settings);
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
@@ -1827,6 +1880,21 @@ impl GaussNewtonProjection {
         }
     }
 
+    /// Re-linearises the self-contact rows at `x`: each normal row at the closest point of
+    /// its triangle ([`SelfContactRow::relinearise`]), each tangential row on the new normal of
+    /// its normal row, which precedes it in the pool.
+    fn relinearise_self_rows(&mut self, x: &[DVec3]) {
+        for k in 0..self.self_rows.len() {
+            let tangent = usize::from(self.self_rows[k].tangent);
+            if tangent == 0 {
+                self.self_rows[k].relinearise(x);
+            } else {
+                let n = self.self_rows[k - tangent].normal;
+                self.self_rows[k].follow(n);
+            }
+        }
+    }
+
     /// `values = C(x)` for every family and contact row.
     fn evaluate(&mut self, families: &[RowFamily<'_>], x: &[DVec3]) {
         for (i, f) in families.iter().enumerate() {
@@ -1909,9 +1977,15 @@ impl GaussNewtonProjection {
                 }
             };
         }
-        // A self-contact row starts active when its node is within the required distance.
-        for (r, active) in self.self_rows.iter().zip(&mut self.self_active) {
-            *active = r.value(x) <= 0.0;
+        // A self-contact row starts active when its node is within the required distance; its
+        // tangential rows start as it does.
+        for k in 0..self.self_rows.len() {
+            let r = &self.self_rows[k];
+            self.self_active[k] = if r.tangent == 0 {
+                r.value(x) <= 0.0
+            } else {
+                self.self_active[k - usize::from(r.tangent)]
+            };
         }
     }
 
@@ -2006,7 +2080,11 @@ impl GaussNewtonProjection {
             let a = base + k;
             let was = self.self_active[k];
             let toggles = self.self_toggles[k];
-            let now = if fast {
+            let tangent = usize::from(self.self_rows[k].tangent);
+            let now = if tangent != 0 {
+                // A tangential row follows its normal row, updated just before it.
+                self.self_active[k - tangent]
+            } else if fast {
                 was
             } else if was {
                 toggles >= MAX_CONTACT_TOGGLES || self.z[a] <= 0.0
@@ -2020,7 +2098,7 @@ impl GaussNewtonProjection {
                 self.z_total[a] = 0.0;
                 out.changed = true;
             }
-            out.inactive += u32::from(!now);
+            out.inactive += u32::from(!now && tangent == 0);
         }
         if out.changed {
             self.refresh_contact_diagonal();
@@ -2060,8 +2138,11 @@ impl GaussNewtonProjection {
             }
         }
         let base = base + self.contacts.len();
-        for v in &self.values[base..base + self.self_rows.len()] {
-            take(v.abs() / settings.contact_length);
+        for (r, v) in self.self_rows.iter().zip(&self.values[base..]) {
+            // Tangential rows are soft: untested.
+            if r.tangent == 0 {
+                take(v.abs() / settings.contact_length);
+            }
         }
         worst
     }
@@ -3179,10 +3260,19 @@ mod tests {
             });
         }
         // Node 12 against triangle (1, 2, 7) and node 18 against (6, 7, 11) (node 6 is held
-        // by the contact rows above); node 24 against (0, 1, 5), released.
+        // by the contact rows above), each with its two friction rows (soft, on a material
+        // point other than the closest one); node 24 against (0, 1, 5), released.
+        let first = SelfContactRow::new(12, [1, 2, 7], 1.0, 0.004, 0.0, &x);
+        let second = SelfContactRow::new(18, [6, 7, 11], -1.0, 0.004, 1e-6, &x);
+        let [t1a, t1b] = first.tangents([0.2, 0.5, 0.3], rng.vec3(0.01), 1e-3);
+        let [t2a, t2b] = second.tangents([0.6, 0.1, 0.3], rng.vec3(0.01), 2e-3);
         let selfs = [
-            SelfContactRow::new(12, [1, 2, 7], 1.0, 0.004, 0.0, &x),
-            SelfContactRow::new(18, [6, 7, 11], -1.0, 0.004, 1e-6, &x),
+            first,
+            t1a,
+            t1b,
+            second,
+            t2a,
+            t2b,
             SelfContactRow::new(24, [0, 1, 5], 1.0, 0.004, 0.0, &x),
         ];
         proj.set_self_rows(&selfs);
@@ -3191,7 +3281,7 @@ mod tests {
         let rows = cloth_rows + proj.contacts.len() + selfs.len();
         set.gradients(&x, &mut proj.gradients[..]);
         proj.diag[..cloth_rows].fill(0.0);
-        proj.self_active[2] = false;
+        proj.self_active[6] = false;
         proj.refresh_contact_diagonal();
         let b: Vec<f64> = (0..rows)
             .map(|a| {
@@ -3235,13 +3325,17 @@ mod tests {
             u,
         };
         let k = dense_k(&mut op);
-        // The self-contact rows couple nodes: K has entries between them and the cloth rows
-        // of all four of their nodes.
-        let first_self = rows - 3;
-        let coupled = (0..cloth_rows)
-            .filter(|&a| k[first_self * rows + a] != 0.0)
-            .count();
-        assert!(coupled > 4, "{coupled}");
+        // The self-contact rows and their friction rows couple nodes: K has entries between
+        // them and the cloth rows of all four of their nodes (a normal row and its friction
+        // rows have orthogonal gradients on every node, so none between them).
+        let first_self = rows - selfs.len();
+        for row in [first_self, first_self + 1, first_self + 4] {
+            let coupled = (0..cloth_rows)
+                .filter(|&a| k[row * rows + a] != 0.0)
+                .count();
+            assert!(coupled > 4, "row {row}: {coupled}");
+        }
+        assert!(k[first_self * rows + first_self + 1].abs() < 1e-15);
         let mat = faer::Mat::<f64>::from_fn(rows, rows, |r, c| k[r * rows + c]);
         let reference = mat
             .llt(faer::Side::Lower)

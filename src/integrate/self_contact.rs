@@ -222,6 +222,63 @@ impl SelfContactFinder {
     }
 }
 
+/// The two tangential (friction) rows of the self-contact row `row` for the step from `x_n`
+/// to the prediction `x_tilde` (Wang 2012 eq. 3.28, soft by eq. 3.30, anchored by Coulomb's
+/// law eq. 3.27 in displacement form, as the collider rows' anchor of
+/// `docs/methods/isometric-contact.md` §3 but relative to the triangle):
+///
+/// - The material point of the triangle is the one closest to `p` at `x_n`, weights `β⁰`,
+///   fixed for the step; the relative offset is `r(x) = x_p − Σ β⁰_i x_i`.
+/// - Sticking keeps `r(xⁿ)`. The prediction slips from it by `δ`, the part of
+///   `r(x̃) − r(xⁿ)` tangential to the row's normal at `x̃`.
+/// - The normal row pushes the pair apart by at most `push = max(0, −C(x̃))` (the row
+///   re-linearised at `x̃`), so friction removes at most `μ · push` of the slip: the anchor is
+///   `a = r(xⁿ) + max(0, 1 − μ push / ‖δ‖) δ` (sticking when `μ push ≥ ‖δ‖`).
+///
+/// `μ` = `friction`; the compliance is `D = beta (w_p + Σ β⁰_i² w_i)`, `beta` times the rows'
+/// own entry of `G W Gᵀ` (the collider rows' `D = β w_p` for one node).
+#[must_use]
+pub fn friction_rows(
+    row: &SelfContactRow,
+    x_n: &[DVec3],
+    x_tilde: &[DVec3],
+    inv_mass: &[f64],
+    friction: f64,
+    beta: f64,
+) -> [SelfContactRow; 2] {
+    let [p, a, b, c] = [
+        row.vertex,
+        row.triangle[0],
+        row.triangle[1],
+        row.triangle[2],
+    ];
+    let at = |x: &[DVec3]| [p, a, b, c].map(|v| x[v as usize]);
+    let [pn, an, bn, cn] = at(x_n);
+    let (w, _) = closest_on_triangle(pn, an, bn, cn);
+    let offset = |x: &[DVec3]| {
+        let [xp, xa, xb, xc] = at(x);
+        xp - (w[0] * xa + w[1] * xb + w[2] * xc)
+    };
+    let (r_n, r_tilde) = (offset(x_n), offset(x_tilde));
+    let mut predicted = *row;
+    predicted.relinearise(x_tilde);
+    let n = predicted.normal;
+    let push = (-predicted.value(x_tilde)).max(0.0);
+    let rel = r_tilde - r_n;
+    let slip = rel - n * n.dot(rel);
+    let len = slip.length();
+    let keep = if len > 0.0 {
+        (1.0 - friction * push / len).max(0.0)
+    } else {
+        0.0
+    };
+    let metric = inv_mass[p as usize]
+        + w[0] * w[0] * inv_mass[a as usize]
+        + w[1] * w[1] * inv_mass[b as usize]
+        + w[2] * w[2] * inv_mass[c as usize];
+    row.tangents(w, r_n + keep * slip, beta * metric)
+}
+
 /// The feature of triangle `t` (nodes `tri`) that the barycentric weights `w` lie on: a
 /// corner `[0, v, v]`, an edge `[1, min, max]`, or the face `[2, t, t]`.
 fn feature_of(tri: [u32; 3], w: [f64; 3], t: u32) -> [u32; 3] {
@@ -237,5 +294,101 @@ fn feature_of(tri: [u32; 3], w: [f64; 3], t: u32) -> [u32; 3] {
         1 => [0, nodes[0], nodes[0]],
         2 => [1, nodes[0].min(nodes[1]), nodes[0].max(nodes[1])],
         _ => [2, t, t],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::DVec3;
+
+    use super::friction_rows;
+    use crate::integrate::projection::test_sets::EdgeLengths;
+    use crate::integrate::projection::{
+        GaussNewtonProjection, ProjectionSettings, RowFamily, RowRole, SelfContactRow, StrainScale,
+    };
+
+    /// A node `p` (node 3) resting `delta` over the centroid of a triangle (nodes 0–2, its edges held by
+    /// proximal rows) at the start of the step, predicted to slide 1 cm along `x` over it and
+    /// to sink 2 mm into its required distance; every node of unit mass. Projects the
+    /// prediction with the normal row and its friction rows (coefficient `mu`) and returns
+    /// the start, the prediction and the result.
+    fn slide(mu: f64) -> (Vec<DVec3>, Vec<DVec3>, Vec<DVec3>) {
+        let delta = 0.005;
+        let x_n = vec![
+            DVec3::new(-0.3, 0.0, -0.3),
+            DVec3::new(0.3, 0.0, -0.3),
+            DVec3::new(0.0, 0.0, 0.3),
+            DVec3::new(0.0, delta, -0.1),
+        ];
+        let mut x_tilde = x_n.clone();
+        x_tilde[3] += DVec3::new(0.01, -0.002, 0.0);
+        let inv_mass = vec![1.0; 4];
+        let edges = [[0u32, 1], [1, 2], [2, 0]];
+        let set = EdgeLengths::new(&edges, &x_n);
+        // The triangle's normal `(x_1 − x_0) × (x_2 − x_0)` points down: the node is on side −1.
+        let normal = SelfContactRow::new(3, [0, 1, 2], -1.0, delta, 0.0, &x_n);
+        let [t1, t2] = friction_rows(&normal, &x_n, &x_tilde, &inv_mass, mu, 1e-6);
+        let mut proj = GaussNewtonProjection::new(4, &[&set], 0);
+        proj.set_self_rows(&[normal, t1, t2]);
+        let prox = [2e-6; 3];
+        let family = RowFamily {
+            set: &set,
+            role: RowRole::Proximal(&prox),
+            linear: false,
+            scale: StrainScale::PerRow(&set.rest),
+        };
+        let settings = ProjectionSettings {
+            tolerance: 1e-9,
+            max_iterations: 40,
+            contact_length: 0.01,
+            ..ProjectionSettings::default()
+        };
+        let mut x = x_tilde.clone();
+        let rep = proj.project(
+            &[family],
+            &x_tilde,
+            &inv_mass,
+            &settings,
+            &mut x,
+            &mut || false,
+        );
+        assert!(rep.converged, "{rep:?}");
+        assert!(
+            rep.direct_solves > 0 && rep.direct_fallbacks == 0,
+            "{rep:?}"
+        );
+        assert!(proj.self_rows_active().iter().all(|&a| a));
+        // The normal row holds the pair `delta` apart.
+        let c = proj.self_rows()[0].value(&x);
+        assert!(c.abs() <= 1e-11, "mu {mu}: C = {c}");
+        (x_n, x_tilde, x)
+    }
+
+    /// The relative offset of the node from the triangle's centroid (its closest point at
+    /// the start), and the total momentum change `Σ m (x − x̃)` (unit masses).
+    fn offset_and_momentum(x: &[DVec3], x_tilde: &[DVec3]) -> (DVec3, DVec3) {
+        let q = (x[0] + x[1] + x[2]) / 3.0;
+        let momentum = x.iter().zip(x_tilde).map(|(a, b)| *a - *b).sum();
+        (x[3] - q, momentum)
+    }
+
+    #[test]
+    fn a_node_sliding_over_a_sheet_keeps_sticks_or_loses_mu_times_the_push() {
+        // The normal row pushes the pair 2 mm apart; friction may remove at most μ · 2 mm of
+        // the 1 cm slip: none at μ = 0, all of it at μ = 10, 2 · 2 mm at μ = 2.
+        for (mu, kept) in [(0.0, 0.01), (10.0, 0.0), (2.0, 0.006)] {
+            let (x_n, x_tilde, x) = slide(mu);
+            let (r, momentum) = offset_and_momentum(&x, &x_tilde);
+            let (r_n, _) = offset_and_momentum(&x_n, &x_n);
+            let d = r - r_n;
+            // Tangential: the slip that friction leaves.
+            assert!(
+                (d.x - kept).abs() < 1e-7,
+                "mu {mu}: slip {d}, expected {kept}"
+            );
+            assert!(d.z.abs() < 1e-7, "mu {mu}: {d}");
+            // Momentum: the rows' gradients sum to zero over the four nodes.
+            assert!(momentum.length() < 1e-12, "mu {mu}: {momentum}");
+        }
     }
 }

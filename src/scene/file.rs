@@ -267,6 +267,10 @@ pub struct IsometricSolverSection {
     /// `docs/methods/isometric-contact.md` §2).
     #[serde(default)]
     pub active_set: ActiveSetKind,
+    /// Friction rows on the self-contact rows, with the cloth's friction coefficient and
+    /// `friction_compliance` (`docs/methods/isometric-contact.md` §6).
+    #[serde(default)]
+    pub self_friction: bool,
 }
 
 impl Default for IsometricSolverSection {
@@ -299,6 +303,7 @@ impl Default for IsometricSolverSection {
             line_search: false,
             step_bound: 0.0,
             active_set: ActiveSetKind::default(),
+            self_friction: false,
         }
     }
 }

@@ -1108,6 +1108,7 @@ fn isometric_desc(
             contact_margin: s.contact_margin,
             follow_obstacles: s.follow_obstacles,
             hold_repelled_pairs: s.hold_repelled_pairs,
+            self_friction: s.self_friction,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,
             ..IsometricSettings::default()
         },
