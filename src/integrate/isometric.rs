@@ -282,7 +282,8 @@ pub struct IsometricSettings {
     pub hold_repelled_pairs: bool,
     /// Friction on the self-contact rows (with the self-contact rows of
     /// [`IsometricSettings::follow_obstacles`] and a [`IsometricSettings::friction_compliance`];
-    /// off by default): every self-contact row gets two soft tangential rows on the relative
+    /// off by default): every self-contact row with a side (a node over a triangle of another
+    /// layer) gets two soft tangential rows on the relative
     /// tangential displacement of its node against the triangle's material point, anchored by
     /// Coulomb's law within the step with the cloth's friction coefficient and released with
     /// their normal row (`self_contact::friction_rows`, `docs/methods/isometric-contact.md` §6).
@@ -835,6 +836,12 @@ impl IsometricStepper {
             Some(beta) => {
                 for r in rows {
                     self.self_buf.push(*r);
+                    // Friction only where one layer lies over another: a row without a side
+                    // holds a node against a far part of its own layer (isometric-contact.md
+                    // §6), where nothing slides, and friction there locked the cape's folds.
+                    if r.side == 0.0 {
+                        continue;
+                    }
                     self.self_buf.extend(friction_rows(
                         r,
                         x_n,

@@ -87,7 +87,9 @@
 //!   beyond the capacity grows the pool once and is counted. Self-contact rows
 //!   ([`SelfContactRow`], a node against a triangle of the same cloth) couple four nodes: they
 //!   are re-linearised and their active set updated at every iteration, and the direct solve
-//!   keeps them as rows of its reduced system (`solve_direct`).
+//!   keeps them as rows of its reduced system (`solve_direct`). Their friction rows
+//!   ([`SelfContactRow::tangents`], eq. 3.28 on the node's offset from a material point of the
+//!   triangle) follow them in the pool: soft, untested, released with them.
 #![deny(unsafe_code)]
 
 use std::time::Instant;
