@@ -737,6 +737,7 @@ pub(crate) fn substep_isometric_group(
                 *air_damping,
                 pins,
                 collision_settings,
+                obstacles,
                 colliders,
                 budget.newton_max_iterations,
                 budget.cg_max_iterations,

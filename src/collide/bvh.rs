@@ -716,6 +716,13 @@ impl Bvh {
         self.nodes.first().map_or(Aabb::EMPTY, BvhNode::aabb)
     }
 
+    /// Calls `visit(j)` for every primitive `j` whose leaf box overlaps `query`, in
+    /// depth-first order (the same order on every call for the same tree and query).
+    /// Allocation-free: a fixed stack of one entry per level.
+    pub fn for_each_overlap(&self, query: &Aabb, mut visit: impl FnMut(u32)) {
+        traverse(self, query, 0, |j, _| visit(j));
+    }
+
     /// Depth of the deepest leaf (edges from the root; 0 for zero or one primitive).
     #[must_use]
     pub fn depth(&self) -> usize {

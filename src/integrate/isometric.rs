@@ -104,6 +104,7 @@ use glam::{DVec3, Vec3};
 
 use super::bdf2::{Integrator, TimeIntegrator};
 use super::contact::ColliderView;
+use super::mesh_obstacles::{MeshHit, MeshObstacles};
 use super::projection::{
     ContactGeometry, ContactRow, GaussNewtonProjection, ProjectionReport, ProjectionSettings,
     RowFamily, SelfContactRow,
@@ -288,6 +289,12 @@ pub struct IsometricSettings {
     /// Coulomb's law within the step with the cloth's friction coefficient and released with
     /// their normal row (`self_contact::friction_rows`, `docs/methods/isometric-contact.md` §6).
     pub self_friction: bool,
+    /// With [`IsometricSettings::follow_obstacles`], rows on the triangle-mesh obstacles too
+    /// (on by default): every node in the band of a mesh obstacle gets the one-node rows of
+    /// the colliders on the obstacle's closest point (face, edge or vertex), re-found at every
+    /// Gauss–Newton iterate (`MeshObstacles`, `docs/methods/isometric-contact.md` §8). Off: the
+    /// mesh obstacles are met by the collision stage alone.
+    pub mesh_rows: bool,
 }
 
 impl IsometricSettings {
@@ -318,6 +325,7 @@ impl Default for IsometricSettings {
             follow_obstacles: false,
             hold_repelled_pairs: false,
             self_friction: false,
+            mesh_rows: true,
         }
     }
 }
@@ -526,6 +534,7 @@ impl IsometricStepper {
         settings: &IsometricSettings,
         collision: &CollisionSettings,
         obstacles: &ObstacleMeshes<'_>,
+        meshes: &MeshObstacles,
         colliders: &[ColliderView],
         mass: &[f64],
         inv_mass: &[f64],
@@ -538,6 +547,7 @@ impl IsometricStepper {
             families,
             settings,
             collision,
+            meshes,
             colliders,
             mass,
             inv_mass,
@@ -551,6 +561,7 @@ impl IsometricStepper {
                 families,
                 settings,
                 collision,
+                meshes,
                 colliders,
                 inv_mass,
                 x,
@@ -574,6 +585,7 @@ impl IsometricStepper {
         families: &[RowFamily<'_>],
         settings: &IsometricSettings,
         collision: &CollisionSettings,
+        meshes: &MeshObstacles,
         colliders: &[ColliderView],
         mass: &[f64],
         inv_mass: &[f64],
@@ -602,7 +614,7 @@ impl IsometricStepper {
         // Rows that follow the colliders put the contacts into line 2: that is the
         // simultaneous coupling, so the staggered one (project, then collide) goes without.
         let follow = settings.rows_follow_obstacles();
-        let near = self.near(settings, collision, colliders, h);
+        let near = self.near(settings, collision, meshes, colliders, h);
 
         // Line 2: project x̃ from x⁽⁰⁾ = x̃ (Wang 2012 Table 3.1); without contacts as printed,
         // or with the rows that follow the colliders ([`IsometricSettings::follow_obstacles`]).
@@ -690,6 +702,7 @@ impl IsometricStepper {
         families: &[RowFamily<'_>],
         settings: &IsometricSettings,
         collision: &CollisionSettings,
+        meshes: &MeshObstacles,
         colliders: &[ColliderView],
         inv_mass: &[f64],
         x: &[DVec3],
@@ -717,7 +730,7 @@ impl IsometricStepper {
         }
         let follow = settings.rows_follow_obstacles();
         let self_rows = follow && collision.self_collision;
-        let near = self.near(settings, collision, colliders, h);
+        let near = self.near(settings, collision, meshes, colliders, h);
         let mut report = self.report;
         if self.reprojections == 0 {
             // After line 3 always; after a later pass of a shared stage (this cloth's first
@@ -779,17 +792,21 @@ impl IsometricStepper {
         self.report
     }
 
-    /// The analytic colliders as the rows see them this step.
+    /// The analytic colliders (and, for rows that follow them, the mesh obstacles) as the
+    /// rows see them this step.
     fn near<'a>(
         &self,
         settings: &IsometricSettings,
         collision: &CollisionSettings,
+        meshes: &'a MeshObstacles,
         colliders: &'a [ColliderView],
         h: f64,
     ) -> Near<'a> {
         let follow = settings.rows_follow_obstacles();
         Near {
             colliders,
+            // Rows on mesh obstacles only follow them ([`IsometricSettings::mesh_rows`]).
+            meshes: (follow && settings.mesh_rows && !meshes.is_empty()).then_some(meshes),
             h,
             thickness: f64::from(collision.thickness),
             cloth_friction: f64::from(collision.friction),
@@ -1046,7 +1063,7 @@ impl IsometricStepper {
         near: &Near<'_>,
         inv_mass: &[f64],
     ) -> u32 {
-        if settings.contact_margin <= 0.0 || near.colliders.is_empty() {
+        if settings.contact_margin <= 0.0 || near.is_empty() {
             return 0;
         }
         let mut added = 0;
@@ -1078,7 +1095,7 @@ impl IsometricStepper {
         inv_mass: &[f64],
         x_n: &[DVec3],
     ) -> u32 {
-        if near.colliders.is_empty() {
+        if near.is_empty() {
             return 0;
         }
         let mut added = 0;
@@ -1201,19 +1218,28 @@ impl ContactGeometry for NearGeometry<'_> {
     }
 }
 
-/// The collider nearest a point, at its pose at the end of the step.
+/// What a node's rows hold it against.
+enum Feature {
+    /// An analytic collider: index into [`Near::colliders`].
+    Collider(usize),
+    /// A point of a mesh obstacle ([`Near::meshes`]).
+    Mesh(MeshHit),
+}
+
+/// The collider or mesh obstacle nearest a point, at its pose at the end of the step.
 struct Closest {
-    /// Index into [`Near::colliders`].
-    collider: usize,
+    feature: Feature,
     /// Signed distance to its surface (m).
     distance: f64,
     /// Outward unit normal at the closest surface point.
     normal: DVec3,
 }
 
-/// The analytic colliders of a step, for the contact rows of line 4.
+/// The analytic colliders and mesh obstacles of a step, for the contact rows of line 4.
 struct Near<'a> {
     colliders: &'a [ColliderView],
+    /// The mesh obstacles, when rows follow them (`docs/methods/isometric-contact.md` §8).
+    meshes: Option<&'a MeshObstacles>,
     h: f64,
     thickness: f64,
     /// The cloth's own Coulomb coefficient (cloth–cloth pairs): `μ` of the self-contact rows'
@@ -1224,6 +1250,11 @@ struct Near<'a> {
 }
 
 impl Near<'_> {
+    /// Whether there is nothing to hold a node against.
+    fn is_empty(&self) -> bool {
+        self.colliders.is_empty() && self.meshes.is_none()
+    }
+
     /// The clearance of rows on collider `c` beyond the thickness (m): the sag
     /// `(1.1 ρ)²/(2 r)` of a flat cloth triangle of circumradius `ρ` (stretched by 10 %)
     /// whose corners lie on a sphere concentric with a curved collider of radius `r` (0 for
@@ -1244,15 +1275,34 @@ impl Near<'_> {
         }
     }
 
-    /// The nearest collider when `x` lies within `η + s + margin` of one (`s` its
-    /// [`Near::clearance`]; [`IsometricSettings::contact_margin`]), at its pose at the end of
-    /// the step; `None` otherwise (or with margin 0).
+    /// The distance `η + s` at which the rows hold a node from `feature`: the cloth's
+    /// thickness plus the collider's clearance ([`Near::clearance`]), or plus the mesh
+    /// obstacle's own thickness (which the collision stage adds to the cloth's; no clearance:
+    /// `docs/methods/isometric-contact.md` §8).
+    fn offset(&self, feature: &Feature) -> f64 {
+        self.thickness
+            + match feature {
+                Feature::Collider(c) => self.clearance(*c),
+                Feature::Mesh(hit) => self.mesh().thickness(hit.triangle),
+            }
+    }
+
+    /// The mesh obstacles of a [`Feature::Mesh`].
+    fn mesh(&self) -> &MeshObstacles {
+        self.meshes.expect("a mesh feature comes from Near::meshes")
+    }
+
+    /// The nearest collider or mesh obstacle when `x` lies within `η + s + margin` of one
+    /// (`s` its clearance or thickness, [`Near::offset`];
+    /// [`IsometricSettings::contact_margin`]), at its pose at the end of the step; `None`
+    /// otherwise (or with margin 0). Among the colliders the nearest is taken; a mesh
+    /// obstacle replaces it when its gap `φ − η − s` is smaller.
     fn closest(&self, settings: &IsometricSettings, x: DVec3) -> Option<Closest> {
         if settings.contact_margin <= 0.0 {
             return None;
         }
         let p = x.as_vec3();
-        let (collider, surface) = self
+        let nearest = self
             .colliders
             .iter()
             .enumerate()
@@ -1260,48 +1310,82 @@ impl Near<'_> {
                 let end = c.motion.advance(&c.pose, self.h as f32);
                 (k, c.shape.surface_point(&end, p))
             })
-            .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance))?;
-        let distance = f64::from(surface.distance);
-        if distance >= self.thickness + self.clearance(collider) + settings.contact_margin {
-            return None;
+            .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance));
+        let mut best = nearest.and_then(|(collider, surface)| {
+            let distance = f64::from(surface.distance);
+            (distance < self.thickness + self.clearance(collider) + settings.contact_margin).then(
+                || Closest {
+                    feature: Feature::Collider(collider),
+                    distance,
+                    normal: surface.normal.as_dvec3().normalize(),
+                },
+            )
+        });
+        if let Some(meshes) = self.meshes
+            && let Some(hit) = meshes.closest(x, self.thickness + settings.contact_margin)
+        {
+            let gap = hit.distance - self.thickness - meshes.thickness(hit.triangle);
+            if best
+                .as_ref()
+                .is_none_or(|b| gap < b.distance - self.offset(&b.feature))
+            {
+                best = Some(Closest {
+                    feature: Feature::Mesh(hit),
+                    distance: hit.distance,
+                    normal: hit.normal,
+                });
+            }
         }
-        Some(Closest {
-            collider,
-            distance,
-            normal: surface.normal.as_dvec3().normalize(),
-        })
+        best
     }
 
     /// The row `n · x ≥ n · x − (d − η − s)` of a node at `x` near `hit`: the collider's
     /// tangent plane at the closest point, offset by the thickness and the clearance. On a
-    /// convex collider every point in front of it is at least `η + s` from the surface.
+    /// convex collider every point in front of it is at least `η + s` from the surface (not
+    /// so on a mesh obstacle's concave parts: `docs/methods/isometric-contact.md` §8).
     fn plane_of(&self, hit: &Closest, x: DVec3) -> (DVec3, f64) {
-        let offset = self.thickness + self.clearance(hit.collider);
+        let offset = self.offset(&hit.feature);
         (hit.normal, hit.normal.dot(x) - (hit.distance - offset))
     }
 
     /// The friction anchor of a node (Wang 2012 eq. 3.27 in displacement form, held by the
     /// tangential rows of eq. 3.28): `x_n` carried by the collider's rigid motion over the
-    /// step is where sticking friction would put the node; the prediction `x̃` slips from it
-    /// by `δ`, the tangential part of `x̃ − carried`. The normal row pushes the node out by at
-    /// most `p = max(0, η + s − d(x̃))`, the depth of the prediction in the band, so Coulomb's
-    /// law lets friction remove at most `μ p` of the slip: the anchor is
-    /// `carried + max(0, 1 − μ p / ‖δ‖) δ` (sticking when `μ p ≥ ‖δ‖`).
+    /// step (by a mesh obstacle's: the displacement of the closest point,
+    /// [`MeshObstacles::displacement`]) is where sticking friction would put the node; the
+    /// prediction `x̃` slips from it by `δ`, the tangential part of `x̃ − carried`. The normal
+    /// row pushes the node out by at most `p = max(0, η + s − d(x̃))`, the depth of the
+    /// prediction in the band, so Coulomb's law lets friction remove at most `μ p` of the
+    /// slip: the anchor is `carried + max(0, 1 − μ p / ‖δ‖) δ` (sticking when `μ p ≥ ‖δ‖`).
     fn anchor(&self, hit: &Closest, x_n: DVec3, x_tilde: DVec3) -> DVec3 {
-        let c = &self.colliders[hit.collider];
-        let end = c.motion.advance(&c.pose, self.h as f32);
-        let local = c.pose.inverse_transform_point(x_n.as_vec3());
-        // Carried in f64 from the f32 poses: only the displacement matters.
-        let carried = x_n + (end.transform_point(local) - x_n.as_vec3()).as_dvec3();
+        let offset = self.offset(&hit.feature);
+        let (carried, mu, depth) = match &hit.feature {
+            Feature::Collider(collider) => {
+                let c = &self.colliders[*collider];
+                let end = c.motion.advance(&c.pose, self.h as f32);
+                let local = c.pose.inverse_transform_point(x_n.as_vec3());
+                // Carried in f64 from the f32 poses: only the displacement matters.
+                let carried = x_n + (end.transform_point(local) - x_n.as_vec3()).as_dvec3();
+                let depth = (offset
+                    - f64::from(c.shape.surface_point(&end, x_tilde.as_vec3()).distance))
+                .max(0.0);
+                (carried, f64::from(c.friction), depth)
+            }
+            Feature::Mesh(m) => {
+                let meshes = self.mesh();
+                let carried = x_n + meshes.displacement(m);
+                // The prediction's depth below the band of the nearest mesh point.
+                let depth = meshes.closest(x_tilde, self.thickness).map_or(0.0, |p| {
+                    (self.thickness + meshes.thickness(p.triangle) - p.distance).max(0.0)
+                });
+                (carried, meshes.friction(m.triangle), depth)
+            }
+        };
         let n = hit.normal;
-        let offset = self.thickness + self.clearance(hit.collider);
-        let depth =
-            (offset - f64::from(c.shape.surface_point(&end, x_tilde.as_vec3()).distance)).max(0.0);
         let rel = x_tilde - carried;
         let slip = rel - n * n.dot(rel);
         let len = slip.length();
         let keep = if len > 0.0 {
-            (1.0 - f64::from(c.friction) * depth / len).max(0.0)
+            (1.0 - mu * depth / len).max(0.0)
         } else {
             0.0
         };
@@ -1635,6 +1719,7 @@ mod tests {
                 &settings,
                 &collision,
                 &obstacles,
+                &MeshObstacles::default(),
                 &colliders,
                 &mass,
                 &inv_mass,
@@ -1873,6 +1958,7 @@ mod tests {
             let colliders = [spin(mu)];
             let near = Near {
                 colliders: &colliders,
+                meshes: None,
                 h,
                 thickness: eta,
                 cloth_friction: 0.0,
@@ -2118,6 +2204,7 @@ mod wang_model_tests {
                 settings,
                 &collision,
                 &ObstacleMeshes::NONE,
+                &MeshObstacles::default(),
                 &[],
                 &self.mass,
                 &self.inv_mass,

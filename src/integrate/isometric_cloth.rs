@@ -57,6 +57,7 @@ use super::contact::{ColliderView, PinTarget};
 use super::isometric::{
     BendingRows, IsometricReport, IsometricSettings, IsometricStepper, ProjectionTotals,
 };
+use super::mesh_obstacles::MeshObstacles;
 #[cfg(doc)]
 use super::projection::ProjectionSettings;
 use super::projection::{DirectSolveTimes, RowFamily, RowRole, StrainScale};
@@ -193,6 +194,8 @@ pub struct IsometricCloth {
     /// Stopping-test scale per constraint row.
     scales: Vec<f64>,
     stepper: IsometricStepper,
+    /// The triangle-mesh obstacles the contact rows follow ([`IsometricSettings::mesh_rows`]).
+    meshes: MeshObstacles,
     desc: IsometricDesc,
     x: Vec<DVec3>,
     v: Vec<DVec3>,
@@ -258,6 +261,7 @@ impl IsometricCloth {
             compliance: vec![0.0; constraints.len()],
             scales,
             stepper,
+            meshes: MeshObstacles::default(),
             settings: desc.step,
             desc,
             x: rest.clone(),
@@ -317,6 +321,22 @@ impl IsometricCloth {
     /// The collision stage of the stepper (the world sets its obstacle meshes).
     pub fn collision_mut(&mut self) -> &mut ClothCollision {
         self.stepper.collision_mut()
+    }
+
+    /// Sets the triangle-mesh obstacles the contact rows follow: the obstacle soup's
+    /// `triangles`, per soup vertex whether it belongs to a mesh obstacle (`mesh`; false on
+    /// the tessellations of analytic colliders, which have rows of their own), its thickness
+    /// and friction, and the soup's positions `x` now ([`MeshObstacles::set`]). Allocates:
+    /// called when obstacles change, never in a step.
+    pub fn set_mesh_obstacles(
+        &mut self,
+        triangles: &[[u32; 3]],
+        mesh: &[bool],
+        thickness: &[f32],
+        friction: &[f32],
+        x: &[Vec3],
+    ) {
+        self.meshes.set(triangles, mesh, thickness, friction, x);
     }
 
     /// Time in the sparse direct solves so far (`LinearSolver::Cholesky`).
@@ -398,6 +418,7 @@ impl IsometricCloth {
             pcg_cap,
         );
         let h = f64::from(h);
+        self.load_meshes(obstacles);
         let residual = self.curvature.residual(&self.bending, h_phi);
         let families = row_families(&self.constraints, &self.compliance, &self.scales, &residual);
         let report = self.stepper.finish_step(
@@ -406,6 +427,7 @@ impl IsometricCloth {
             &self.settings,
             &self.collision,
             obstacles,
+            &self.meshes,
             colliders,
             &self.mass,
             &self.inv_mass,
@@ -434,6 +456,7 @@ impl IsometricCloth {
         air_damping: f32,
         pins: &[PinTarget],
         collision: &CollisionSettings,
+        obstacles: &ObstacleMeshes<'_>,
         colliders: &[ColliderView],
         newton_cap: u32,
         pcg_cap: u32,
@@ -452,6 +475,7 @@ impl IsometricCloth {
             newton_cap,
             pcg_cap,
         );
+        self.load_meshes(obstacles);
         let residual = self.curvature.residual(&self.bending, h_phi);
         let families = row_families(&self.constraints, &self.compliance, &self.scales, &residual);
         self.stepper.begin_step(
@@ -459,6 +483,7 @@ impl IsometricCloth {
             &families,
             &self.settings,
             &self.collision,
+            &self.meshes,
             colliders,
             &self.mass,
             &self.inv_mass,
@@ -504,6 +529,7 @@ impl IsometricCloth {
             &families,
             &self.settings,
             &self.collision,
+            &self.meshes,
             colliders,
             &self.inv_mass,
             &self.x,
@@ -511,6 +537,13 @@ impl IsometricCloth {
             moved,
             should_stop,
         )
+    }
+
+    /// The mesh obstacles at this step's poses, when rows follow them.
+    fn load_meshes(&mut self, obstacles: &ObstacleMeshes<'_>) {
+        if self.settings.rows_follow_obstacles() && self.settings.mesh_rows {
+            self.meshes.load(obstacles);
+        }
     }
 
     /// The end of a shared step (line 7, pins on their targets, the `f32` state written).

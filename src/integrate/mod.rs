@@ -9,6 +9,7 @@ mod element_batches;
 pub mod implicit_euler;
 pub mod isometric;
 pub mod isometric_cloth;
+pub mod mesh_obstacles;
 pub mod pin_track;
 pub mod projection;
 pub mod self_contact;

@@ -2810,7 +2810,9 @@ pub(crate) mod test_sets {
 mod tests {
     use super::test_sets::{EdgeLengths, SpringResidual, grid};
     use super::*;
+    use crate::integrate::mesh_obstacles::MeshObstacles;
     use crate::linalg::SymCsr;
+    use crate::mesh::generate;
     use crate::testing::SplitMix64;
     use faer::linalg::solvers::Solve;
 
@@ -3652,6 +3654,105 @@ mod tests {
         assert!(touching >= 3, "{touching} nodes on the ball");
         // The prediction sank into the ball (the test is not vacuous).
         assert!(target[8].length() < r, "{}", target[8]);
+    }
+
+    /// A triangle-mesh obstacle seen by contact rows with thickness `eta`: the row on the
+    /// closest point of the mesh, re-found at every call ([`MeshObstacles::closest`]).
+    struct MeshBody {
+        mesh: MeshObstacles,
+        eta: f64,
+    }
+
+    impl ContactGeometry for MeshBody {
+        fn plane(&self, _vertex: u32, x: DVec3) -> Option<(DVec3, f64)> {
+            let hit = self.mesh.closest(x, 5.0 * self.eta)?;
+            Some((hit.normal, hit.normal.dot(x) - (hit.distance - self.eta)))
+        }
+    }
+
+    /// Signed distance from `p` to the solid box of half extents `half` at the origin.
+    fn box_distance(p: DVec3, half: DVec3) -> f64 {
+        let q = p.abs() - half;
+        q.max(DVec3::ZERO).length() + q.max_element().min(0.0)
+    }
+
+    #[test]
+    fn nodes_driven_into_an_obstacle_mesh_end_on_its_surface() {
+        // The chain of `nodes_driven_into_an_obstacle_end_on_its_surface`, its ends pinned 70 cm
+        // apart, over a box mesh 36 cm wide and 40 cm high and deep (12 triangles; its top
+        // edges between two nodes' rest positions): the prediction puts its middle nodes
+        // inside the box. The rows, re-found at every iterate on the closest
+        // feature of the mesh (the top face, the top edges, the sides), drive every node out:
+        // each ends outside the box by the thickness, and those whose rows push lie on it
+        // within the tolerance, including the nodes over the edges (normals between two
+        // faces'). The distance is measured on the exact box, not through the mesh.
+        let (half, eta) = (DVec3::new(0.18, 0.2, 0.2), 0.004);
+        let (x0, edges, inv_mass, mut target) = chain_over_ball();
+        let n = x0.len();
+        // The ends 70 cm apart, beyond the box's sides: the chain hangs over both top edges.
+        // The free nodes predicted 7 cm below their rest height, 2 cm into the box: deeper,
+        // the nodes near the sides would be nearer a side face than the top and be pushed out
+        // through it (the medial axis; `docs/methods/isometric-contact.md` §8).
+        for p in &mut target[1..n - 1] {
+            p.y += 0.05;
+        }
+        target[0] = DVec3::new(-0.35, 0.25, 0.0);
+        target[n - 1] = DVec3::new(0.35, 0.25, 0.0);
+        let set = EdgeLengths::new(&edges, &x0);
+        let cube = generate::cuboid(half.as_vec3()).expect("a valid box");
+        let m = cube.positions.len();
+        let mut mesh = MeshObstacles::default();
+        mesh.set(
+            &cube.triangles,
+            &vec![true; m],
+            &vec![0.0; m],
+            &vec![0.0; m],
+            &cube.positions,
+        );
+        let body = MeshBody { mesh, eta };
+        let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
+        let tolerance = 1e-6;
+        let settings = ProjectionSettings {
+            tolerance,
+            max_iterations: 60,
+            contact_length: 0.05,
+            ..ProjectionSettings::default()
+        };
+        let (x, rep) = project_onto(
+            &mut proj,
+            &set,
+            &edges,
+            &inv_mass,
+            &target,
+            1..n as u32 - 1,
+            &body,
+            &settings,
+        );
+        assert!(rep.converged, "{rep:?}");
+        let lambda = &proj.multipliers()[set.len()..];
+        let (mut touching, mut beside) = (0, 0);
+        for (i, p) in x.iter().enumerate().skip(1).take(n - 2) {
+            let gap = box_distance(*p, half) - eta;
+            assert!(
+                gap >= -tolerance * 0.05 * 1.01,
+                "node {i} inside: gap {gap} at {p}"
+            );
+            if lambda[i - 1] < 0.0 {
+                touching += 1;
+                assert!(
+                    gap.abs() <= tolerance * 0.05 * 1.01,
+                    "node {i}: gap {gap} at {p}"
+                );
+            }
+            // Beside the box below its top: the chain went over a top edge.
+            if p.x.abs() > half.x && p.y < half.y {
+                beside += 1;
+            }
+        }
+        assert!(touching >= 3, "{touching} nodes on the box");
+        assert!(beside >= 2, "the chain does not hang over the edges: {x:?}");
+        // The prediction sank into the box (the test is not vacuous).
+        assert!(box_distance(target[8], half) < 0.0);
     }
 
     /// The chain of [`nodes_driven_into_an_obstacle_end_on_its_surface`] with weak springs

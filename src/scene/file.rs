@@ -232,6 +232,10 @@ pub struct IsometricSolverSection {
     /// at every Gauss–Newton iteration; needs `contact_margin > 0`).
     #[serde(default)]
     pub follow_obstacles: bool,
+    /// With `follow_obstacles`, rows on the triangle-mesh obstacles (`[[obstacle]]`) too
+    /// (default true; false leaves them to the collision stage; `integrate::isometric`).
+    #[serde(default = "default_mesh_rows")]
+    pub mesh_rows: bool,
     /// Linear solver of each Gauss–Newton iteration: `"cholesky"` (sparse direct) or `"pcg"`.
     #[serde(default)]
     pub linear_solver: LinearSolverKind,
@@ -294,6 +298,7 @@ impl Default for IsometricSolverSection {
             contact_rounds: 0,
             contact_margin: 0.0,
             follow_obstacles: false,
+            mesh_rows: true,
             linear_solver: LinearSolverKind::default(),
             cholesky_ordering: CholeskyOrderingKind::default(),
             cholesky_threads: default_cholesky_threads(),
@@ -306,6 +311,10 @@ impl Default for IsometricSolverSection {
             self_friction: false,
         }
     }
+}
+
+fn default_mesh_rows() -> bool {
+    true
 }
 
 fn default_cholesky_threads() -> u32 {

@@ -1107,6 +1107,7 @@ fn isometric_desc(
             contact_rounds: s.contact_rounds,
             contact_margin: s.contact_margin,
             follow_obstacles: s.follow_obstacles,
+            mesh_rows: s.mesh_rows,
             hold_repelled_pairs: s.hold_repelled_pairs,
             self_friction: s.self_friction,
             unilateral_contacts: s.contacts == ContactRowsKind::Unilateral,

@@ -28,7 +28,7 @@ use glam::Vec3;
 use crate::collide::shapes::Motion;
 use crate::collide::track::Track;
 use crate::integrate::contact::ColliderView;
-use crate::integrate::isometric_cloth::IsometricDesc;
+use crate::integrate::isometric_cloth::{IsometricCloth, IsometricDesc};
 use crate::limits::{self, RangeError};
 use crate::mesh::MeshError;
 use crate::pipeline::StepEnv;
@@ -305,6 +305,10 @@ impl World {
         let collision = cloth.sim.model.collision_mut();
         collision.set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
         collision.set_obstacle_thickness(&self.obstacle_thickness);
+        if let Some(iso) = cloth.sim.model.isometric_mut() {
+            let mesh = self.mesh_obstacle_vertices();
+            self.set_mesh_obstacles(iso, &mesh);
+        }
         self.cloths.push(cloth);
         self.layers.reset(self.cloths.len());
         self.schedule = FrameArena::with_capacity(frame::schedule_bytes(self.cloths.len()));
@@ -421,6 +425,8 @@ impl World {
             pose: desc.pose,
             obstacle,
         });
+        // The new tessellation is a collider's, not a mesh obstacle.
+        self.share_mesh_obstacles();
         self.collider_views = Vec::with_capacity(self.colliders.len());
         self.collider_vertices = Vec::with_capacity(self.colliders.len());
         Ok(self.collider_ids.push().expect(ID_SPACE))
@@ -472,6 +478,44 @@ impl World {
             collision.set_obstacles(&self.obstacle_tris, &self.obstacle_x0);
             collision.set_obstacle_thickness(&self.obstacle_thickness);
         }
+        self.share_mesh_obstacles();
+    }
+
+    /// Hands every isometric cloth the mesh obstacles its contact rows follow, after the soup
+    /// or the set of colliders changed.
+    fn share_mesh_obstacles(&mut self) {
+        let mesh = self.mesh_obstacle_vertices();
+        let mut cloths = std::mem::take(&mut self.cloths);
+        for c in &mut cloths {
+            if let Some(iso) = c.sim.model.isometric_mut() {
+                self.set_mesh_obstacles(iso, &mesh);
+            }
+        }
+        self.cloths = cloths;
+    }
+
+    /// Per vertex of the obstacle soup: whether it belongs to an obstacle given as a mesh (not
+    /// to the tessellation of an analytic collider).
+    fn mesh_obstacle_vertices(&self) -> Vec<bool> {
+        let mut mesh = vec![true; self.obstacle_x0.len()];
+        for c in &self.colliders {
+            let o = &self.obstacles[c.obstacle];
+            mesh[o.offset..o.offset + o.desc.mesh.num_vertices()].fill(false);
+        }
+        mesh
+    }
+
+    /// Hands an isometric cloth the mesh obstacles its contact rows follow
+    /// ([`IsometricCloth::set_mesh_obstacles`]); `mesh` from
+    /// [`World::mesh_obstacle_vertices`].
+    fn set_mesh_obstacles(&self, iso: &mut IsometricCloth, mesh: &[bool]) {
+        iso.set_mesh_obstacles(
+            &self.obstacle_tris,
+            mesh,
+            &self.obstacle_thickness,
+            &self.obstacle_contact_friction,
+            &self.obstacle_x0,
+        );
     }
 
     /// Sets this frame's velocities of every keyframed body: those reaching
