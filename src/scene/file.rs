@@ -267,6 +267,10 @@ pub struct IsometricSolverSection {
     /// `docs/methods/isometric-contact.md` §2).
     #[serde(default)]
     pub active_set: ActiveSetKind,
+    /// Rows that hold each base edge's strain through its red node within half the strain
+    /// tolerance: `"off"` or `"band"` (`crate::integrate::base_edge_rows`).
+    #[serde(default)]
+    pub base_edge_rows: BaseEdgeRowsSetting,
 }
 
 impl Default for IsometricSolverSection {
@@ -299,6 +303,7 @@ impl Default for IsometricSolverSection {
             line_search: false,
             step_bound: 0.0,
             active_set: ActiveSetKind::default(),
+            base_edge_rows: BaseEdgeRowsSetting::default(),
         }
     }
 }
@@ -401,6 +406,17 @@ pub enum StrainTestKind {
     Rows,
     /// The rows and the base edges through their red nodes (Wang 2012 Fig. 4.2's measure).
     BaseEdges,
+}
+
+/// `[solver.isometric] base_edge_rows`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaseEdgeRowsSetting {
+    /// No base-edge rows (Wang 2012's model as printed).
+    #[default]
+    Off,
+    /// Two-sided rows at ± half the strain tolerance, held where an edge reaches the band.
+    Band,
 }
 
 /// `[solver.isometric] self_stress_filter`.
