@@ -663,6 +663,7 @@ fn add_isometric_step(
     stats.direct_fallbacks += report.projections.direct_fallbacks;
     stats.failsafe_moved += report.fail_safe_moved;
     stats.kept_best += report.projections.kept_best;
+    stats.base_rows_held = stats.base_rows_held.max(report.projections.held_base_edges);
     stats.add_collisions(&report.collide_first);
     if let Some(c) = &report.collide_second {
         stats.add_collisions(c);

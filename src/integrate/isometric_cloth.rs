@@ -52,6 +52,7 @@
 
 use glam::{DVec3, Vec3};
 
+use super::base_edge_rows::BaseEdgeRows;
 use super::bdf2::Integrator;
 use super::contact::{ColliderView, PinTarget};
 use super::isometric::{
@@ -245,7 +246,7 @@ impl IsometricCloth {
             .map(|&[a, b]| (rest[a as usize] - rest[b as usize]).length() as f32)
             .collect();
         let scales = constraints.stopping_scales();
-        let stepper = {
+        let mut stepper = {
             let res = curvature.residual(&bending, 0.0);
             IsometricStepper::new(
                 &rest,
@@ -257,6 +258,10 @@ impl IsometricCloth {
                 3 * n,
             )
         };
+        // The base-edge rows exist on every cloth (one per base edge); only the settings'
+        // `base_edge_rows` lets them into a projection.
+        let (base_stencils, base_rest) = constraints.base_edge_stencils();
+        stepper.set_base_edge_rows(BaseEdgeRows::new(&base_stencils, &base_rest));
         Ok(IsometricCloth {
             compliance: vec![0.0; constraints.len()],
             scales,
@@ -730,6 +735,8 @@ fn row_families<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integrate::base_edge_rows::BaseEdgeRowsKind;
+    use crate::integrate::projection::{LinearSolver, ProjectionSettings};
     use crate::mesh::{Diagonals, GridSpec, grid};
     use glam::Vec2;
 
@@ -788,11 +795,39 @@ mod tests {
         tolerance: f64,
         start: impl Fn(usize, DVec3) -> DVec3,
     ) -> (f64, f64, BaseEdgeStrain) {
+        let s = sheet_step_with(n, k_b, tolerance, |_| {}, start);
+        (s.width, s.row_strain, s.base)
+    }
+
+    /// What [`sheet_step_with`] ends with.
+    struct SheetStep {
+        width: f64,
+        row_strain: f64,
+        base: BaseEdgeStrain,
+        /// The nodes' positions at the end.
+        x: Vec<Vec3>,
+        /// Base-edge rows held at the end of the last projection.
+        held: usize,
+        /// Gauss–Newton iterations of the step.
+        iterations: u32,
+        /// Projections of the step that stopped before the tolerance.
+        unconverged: u32,
+    }
+
+    /// [`sheet_step`] with the projection settings changed by `settings`.
+    fn sheet_step_with(
+        n: u32,
+        k_b: f64,
+        tolerance: f64,
+        settings: impl Fn(&mut ProjectionSettings),
+        start: impl Fn(usize, DVec3) -> DVec3,
+    ) -> SheetStep {
         let mut desc = IsometricDesc {
             bending_stiffness: k_b,
             ..IsometricDesc::default()
         };
         desc.step.projection.tolerance = tolerance;
+        settings(&mut desc.step.projection);
         let mut c = IsometricCloth::new(&sheet(n), desc).expect("cloth");
         let rest = c.subdivision().rest_positions();
         let mut x: Vec<Vec3> = rest
@@ -834,7 +869,15 @@ mod tests {
             .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), p| {
                 (lo.min(p.x), hi.max(p.x))
             });
-        (f64::from(hi - lo), c.row_strain(), c.base_edge_strain())
+        SheetStep {
+            width: f64::from(hi - lo),
+            row_strain: c.row_strain(),
+            base: c.base_edge_strain(),
+            held: c.stepper.projection().base_edge_rows().held(),
+            iterations: c.last_step().projections.iterations,
+            unconverged: c.last_step().projections.unconverged,
+            x,
+        }
     }
 
     /// [`sheet_step`] on 9 × 9 base vertices (`k_b` = 10⁻⁵ J) squeezed to 97 % in its own
@@ -906,6 +949,89 @@ mod tests {
         );
         assert!(rows <= 1e-3, "rough: row strain {rows:.2e}");
         assert!(base.through_midpoint > 1e-2, "rough: {base:?}");
+    }
+
+    /// [`sheet_step_with`] on 9 × 9 base vertices without bending stiffness, tolerance 0.1 %,
+    /// started wrapped without stretch round a cylinder along z with `κ ℓ = kl` (as
+    /// [`bent_sheet_step`]), the base-edge rows set by `rows` and the linear solver by `solver`.
+    fn bent_sheet_with_rows(kl: f64, rows: BaseEdgeRowsKind, solver: LinearSolver) -> SheetStep {
+        let n = 9;
+        let kappa = kl * f64::from(n - 1);
+        sheet_step_with(
+            n,
+            0.0,
+            1e-3,
+            |p| {
+                p.base_edge_rows = rows;
+                p.solver = solver;
+            },
+            |_, p| {
+                let angle = kappa * p.x;
+                DVec3::new(angle.sin() / kappa, p.y + (1.0 - angle.cos()) / kappa, p.z)
+            },
+        )
+    }
+
+    /// A sharp bend (`κ ℓ = 0.4`) leaves the base edges through their red nodes stretched far
+    /// beyond the tolerance with the rows of Wang 2012 alone (`docs/methods/isometric-contact.md`
+    /// §7); with the base-edge rows every base edge ends within it, by the sparse Cholesky and
+    /// by PCG (`crate::integrate::base_edge_rows`).
+    #[test]
+    fn base_edge_rows_hold_a_sharp_bend_within_the_tolerance() {
+        let off = bent_sheet_with_rows(0.4, BaseEdgeRowsKind::Off, LinearSolver::default());
+        assert!(
+            off.row_strain <= 1e-3,
+            "off: row strain {:.2e}",
+            off.row_strain
+        );
+        assert!(off.base.through_midpoint > 4e-3, "off: {:?}", off.base);
+        for solver in [LinearSolver::default(), LinearSolver::Pcg] {
+            let on = bent_sheet_with_rows(0.4, BaseEdgeRowsKind::Band, solver);
+            eprintln!(
+                "{solver:?}: base-edge strain {:.3e} (off {:.3e}), row strain {:.2e}, {} rows held, {} iterations",
+                on.base.through_midpoint,
+                off.base.through_midpoint,
+                on.row_strain,
+                on.held,
+                on.iterations
+            );
+            assert_eq!(on.unconverged, 0, "{solver:?}: unconverged");
+            assert!(on.held > 0, "{solver:?}: no row held");
+            assert!(
+                on.row_strain <= 1e-3,
+                "{solver:?}: row strain {:.2e}",
+                on.row_strain
+            );
+            assert!(
+                on.base.through_midpoint <= 1e-3,
+                "{solver:?}: base-edge strain {:.3e}",
+                on.base.through_midpoint
+            );
+        }
+    }
+
+    /// A gentle bend (`κ ℓ = 0.05`, base-edge strain about 1.5 · 10⁻⁴, below the band) holds no
+    /// base-edge row, and the step is the same to the bit as without them.
+    #[test]
+    fn base_edge_rows_stay_released_on_a_gentle_bend_and_change_nothing() {
+        for solver in [LinearSolver::default(), LinearSolver::Pcg] {
+            let off = bent_sheet_with_rows(0.05, BaseEdgeRowsKind::Off, solver);
+            let on = bent_sheet_with_rows(0.05, BaseEdgeRowsKind::Band, solver);
+            assert!(off.base.through_midpoint < 0.5e-3, "{:?}", off.base);
+            assert_eq!(on.held, 0, "{solver:?}");
+            assert_eq!(on.iterations, off.iterations, "{solver:?}");
+            assert_eq!(
+                on.row_strain.to_bits(),
+                off.row_strain.to_bits(),
+                "{solver:?}"
+            );
+            assert!(
+                on.x.iter()
+                    .zip(&off.x)
+                    .all(|(a, b)| a.to_array().map(f32::to_bits) == b.to_array().map(f32::to_bits)),
+                "{solver:?}: positions differ"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! step of its Table 3.1 ([`isometric`]).
 #![deny(unsafe_code)]
 
+pub mod base_edge_rows;
 pub mod bdf2;
 pub mod contact;
 mod element_batches;

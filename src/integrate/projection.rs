@@ -81,6 +81,11 @@
 //!   reaches them (`docs/methods/isometric-contact.md`). Opt-in ([`ActiveSetRule::EveryIteration`],
 //!   Wang 2012 §3.3): those rows start active within the stopping band of their plane, and a row
 //!   released for pulling is taken back at any iteration its vertex is behind its plane.
+//! - Base-edge rows (opt-in, [`ProjectionSettings::base_edge_rows`],
+//!   `crate::integrate::base_edge_rows`): three-node rows after the self-contact rows, held
+//!   only where a base edge reaches a band, their active set updated at every iteration; they
+//!   enter the system only while one is held, and the direct solve then keeps them in its
+//!   reduced system like the self-contact rows.
 //! - Budget: at the Newton cap or the deadline the last iterate is returned, or the best one
 //!   when the iteration diverged (`DIVERGED_FACTOR`, [`ProjectionReport::kept_best`]).
 //! - Contacts (eq. 3.26, eq. 3.28) are one-vertex rows from a pool sized at creation; a push
@@ -96,6 +101,7 @@ use std::time::Instant;
 
 use glam::{DMat3, DVec3};
 
+use crate::integrate::base_edge_rows::{BaseEdgeRows, BaseEdgeRowsKind};
 use crate::linalg::pcg::{PcgReport, PcgSettings};
 use crate::linalg::reduce;
 use crate::linalg::scalar_pcg::{
@@ -609,6 +615,10 @@ pub struct ProjectionSettings {
     /// How the unilateral contact rows start a projection and when a row released for pulling
     /// comes back ([`ActiveSetRule`]).
     pub active_set: ActiveSetRule,
+    /// Rows that hold the base-edge strain through the red node within a band, when the
+    /// projection has them ([`GaussNewtonProjection::set_base_edge_rows`],
+    /// `crate::integrate::base_edge_rows`). Off (the default): none enter the system.
+    pub base_edge_rows: BaseEdgeRowsKind,
 }
 
 /// When the active set of the unilateral contact rows ([`ContactRow::unilateral`]) takes a
@@ -706,6 +716,7 @@ impl Default for ProjectionSettings {
             line_search: false,
             step_bound: f64::INFINITY,
             active_set: ActiveSetRule::TakeAtConvergence,
+            base_edge_rows: BaseEdgeRowsKind::Off,
         }
     }
 }
@@ -749,6 +760,8 @@ pub struct ProjectionReport {
     pub kept_best: bool,
     /// The self-stress was taken out of the multipliers at the end ([`SelfStressFilter`]).
     pub self_stress_filtered: bool,
+    /// Base-edge rows held at the end ([`ProjectionSettings::base_edge_rows`]).
+    pub held_base_edges: u32,
 }
 
 /// Wall-clock time of the sparse direct solves, accumulated over calls (measurement only: it
@@ -855,6 +868,15 @@ pub struct GaussNewtonProjection {
     /// The direct solver's system when self-contact rows exist: the cloth rows and the
     /// self-contact rows together, analysed once per set of self-contact stencils.
     augmented: Option<Box<Augmented>>,
+    /// Base-edge rows ([`BaseEdgeRows`]), after the self-contact rows in the row order; set
+    /// once at creation ([`GaussNewtonProjection::set_base_edge_rows`]).
+    edges: BaseEdgeRows,
+    /// The base-edge rows take part in this call ([`ProjectionSettings::base_edge_rows`]).
+    edges_on: bool,
+    /// The direct solver's system while a base-edge row is held: the cloth rows, the
+    /// self-contact rows and every base-edge row, analysed once per set of self-contact
+    /// stencils (once per cloth without them).
+    banded: Option<Box<Augmented>>,
     /// The right-hand side of a solve by PCG on an earlier factor ([`FactorReuse`]).
     reuse_rhs: Vec<f64>,
     /// When and whether the next solve tries an earlier factor ([`ReuseState`]).
@@ -890,7 +912,8 @@ fn contact_signature(op: &KOperator<'_>) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325, |h, (c, _)| {
             fold(h, u64::from(c.vertex))
         });
-    fold(h, op.selfs.len() as u64 | 1 << 40)
+    let h = fold(h, op.selfs.len() as u64 | 1 << 40);
+    fold(h, op.edges.map_or(0, BaseEdgeRows::len) as u64 | 1 << 41)
 }
 
 /// The system of the direct solve with self-contact rows: the cloth rows' stencils followed by
@@ -899,6 +922,8 @@ fn contact_signature(op: &KOperator<'_>) -> u64 {
 struct Augmented {
     /// The self-contact stencils the pattern was built for.
     key: Vec<[u32; 4]>,
+    /// Base-edge rows in the pattern, after the self-contact rows (0 or all of them).
+    edges: usize,
     ordering: Ordering,
     threads: CholeskyThreads,
     offsets: Vec<u32>,
@@ -1012,6 +1037,9 @@ impl GaussNewtonProjection {
             self_toggles: Vec::new(),
             self_capacity: 0,
             augmented: None,
+            edges: BaseEdgeRows::default(),
+            edges_on: false,
+            banded: None,
             reuse_rhs: vec![0.0; total],
             reuse_state: ReuseState::default(),
         }
@@ -1087,6 +1115,7 @@ impl GaussNewtonProjection {
         self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
         self.augmented = Some(Box::new(Augmented {
             key,
+            edges: 0,
             ordering,
             threads,
             gradients: vec![DVec3::ZERO; vertices.len()],
@@ -1103,6 +1132,118 @@ impl GaussNewtonProjection {
     #[must_use]
     pub fn num_cloth_rows(&self) -> usize {
         self.topo.num_cloth_rows()
+    }
+
+    /// Gives the projection its base-edge rows ([`BaseEdgeRows`]), used in the calls whose
+    /// settings ask for them ([`ProjectionSettings::base_edge_rows`]). Called once, when the
+    /// cloth is created: it sizes the per-row buffers (allocates).
+    ///
+    /// # Panics
+    /// If a row names a vertex out of range.
+    pub fn set_base_edge_rows(&mut self, rows: BaseEdgeRows) {
+        for k in 0..rows.len() {
+            assert!(
+                rows.stencil(k)
+                    .iter()
+                    .all(|&v| (v as usize) < self.num_vertices),
+                "base-edge row {k}: vertex out of range"
+            );
+        }
+        self.edges = rows;
+        self.banded = None;
+        self.resize_rows();
+    }
+
+    /// The base-edge rows and their active set at the end of the last call.
+    #[must_use]
+    pub fn base_edge_rows(&self) -> &BaseEdgeRows {
+        &self.edges
+    }
+
+    /// Rows of the system of this iteration: the cloth, contact and self-contact rows, and the
+    /// base-edge rows while one of them is held (`base_at` is the index of the first).
+    fn rows_in_system(&self, base_at: usize) -> usize {
+        base_at
+            + if self.edges_on && self.edges.held() > 0 {
+                self.edges.len()
+            } else {
+                0
+            }
+    }
+
+    /// The pattern of the cloth rows, the self-contact rows and the base-edge rows, and its
+    /// symbolic analysis, unless the last one was built for the same self-contact stencils,
+    /// ordering and threads (it allocates: once per cloth, and once per change of the
+    /// self-contact pattern while a base-edge row is held; counted in
+    /// [`DirectSolveTimes::analyses`]).
+    fn ensure_banded(&mut self, ordering: Ordering, threads: CholeskyThreads) {
+        let same = self.banded.as_ref().is_some_and(|a| {
+            a.ordering == ordering
+                && a.threads == threads
+                && a.edges == self.edges.len()
+                && a.key.len() == self.self_rows.len()
+                && a.key
+                    .iter()
+                    .zip(&self.self_rows)
+                    .all(|(k, r)| *k == r.stencil())
+        });
+        if same {
+            return;
+        }
+        let t = &self.topo;
+        let cloth = t.num_cloth_rows();
+        let m = self.self_rows.len();
+        let nb = self.edges.len();
+        let key: Vec<[u32; 4]> = self.self_rows.iter().map(SelfContactRow::stencil).collect();
+        let mut offsets = t.stencil_offsets.clone();
+        let mut vertices = t.stencil_vertices.clone();
+        for st in &key {
+            vertices.extend_from_slice(st);
+            offsets.push(vertices.len() as u32);
+        }
+        for k in 0..nb {
+            vertices.extend_from_slice(&self.edges.stencil(k));
+            offsets.push(vertices.len() as u32);
+        }
+        let start = Instant::now();
+        let k = SymCsr::from_stencils(self.num_vertices, &offsets, &vertices);
+        let chol = SparseCholesky::new(&k, ordering, threads).ok();
+        self.direct_times.analyses += 1;
+        self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
+        self.banded = Some(Box::new(Augmented {
+            key,
+            edges: nb,
+            ordering,
+            threads,
+            gradients: vec![DVec3::ZERO; vertices.len()],
+            offsets,
+            vertices,
+            diag: vec![0.0; cloth + m + nb],
+            z: vec![0.0; cloth + m + nb],
+            k,
+            chol,
+        }));
+    }
+
+    /// Updates the base-edge rows' active set at `x` (`crate::integrate::base_edge_rows`) and,
+    /// when it changed, their `D` and values. Returns whether it changed.
+    fn update_edges(&mut self, x: &[DVec3], inv_mass: &[f64], fast: bool) -> bool {
+        if !self.edges_on {
+            return false;
+        }
+        let base_at = self.num_cloth_rows() + self.contacts.len() + self.self_rows.len();
+        let r = base_at..base_at + self.edges.len();
+        let changed = self.edges.update(
+            x,
+            &mut self.z[r.clone()],
+            &mut self.z_total[r.clone()],
+            fast,
+        );
+        if changed > 0 {
+            self.edges.diagonal(inv_mass, &mut self.diag[r.clone()]);
+            self.edges.values(x, &mut self.values[r]);
+        }
+        changed > 0
     }
 
     /// Removes every contact row (start of a step, or of the staggered pipeline).
@@ -1145,7 +1286,8 @@ impl GaussNewtonProjection {
 
     /// Sizes the per-row buffers for the cloth rows and both pools at their capacities.
     fn resize_rows(&mut self) {
-        let total = self.num_cloth_rows() + self.contact_capacity + self.self_capacity;
+        let total =
+            self.num_cloth_rows() + self.contact_capacity + self.self_capacity + self.edges.len();
         for v in [
             &mut self.values,
             &mut self.diag,
@@ -1335,7 +1477,10 @@ impl GaussNewtonProjection {
         }
         let cloth_rows = self.num_cloth_rows();
         let self_base = cloth_rows + self.contacts.len();
-        let rows = self_base + self.self_rows.len();
+        // The base-edge rows follow the self-contact rows; they are in the system only while
+        // one of them is held (`rows_in_system`).
+        let base_at = self_base + self.self_rows.len();
+        self.edges_on = settings.base_edge_rows == BaseEdgeRowsKind::Band && !self.edges.is_empty();
         let mut report = ProjectionReport::default();
 
         // D per row, fixed for the call.
@@ -1352,7 +1497,15 @@ impl GaussNewtonProjection {
             self.relinearise_contacts(g, x);
         }
         self.relinearise_self_rows(x);
-        self.z[self_base..rows].fill(0.0);
+        self.z[self_base..base_at].fill(0.0);
+        if self.edges_on {
+            let r = base_at..base_at + self.edges.len();
+            self.z[r.clone()].fill(0.0);
+            self.z_total[r.clone()].fill(0.0);
+            self.edges.start(x, settings.tolerance);
+            self.edges.diagonal(inv_mass, &mut self.diag[r]);
+        }
+        let mut rows = self.rows_in_system(base_at);
         self.start_active_set(x, settings);
         self.contact_toggles.fill(0);
         self.self_toggles.fill(0);
@@ -1401,10 +1554,18 @@ impl GaussNewtonProjection {
                 // this is where the set is updated; a change means more iterations.
                 let set = self.update_active_set(x, fast, true, settings);
                 report.released_contacts = set.inactive;
-                if !set.changed {
+                // The base-edge rows' set does not have to settle: an iterate at which every
+                // base edge is within the tolerance meets what the rows are for, and their set
+                // then changes only inside that band (`crate::integrate::base_edge_rows`).
+                let edges_met = !self.edges_on || self.edges.max_strain(x) <= settings.tolerance;
+                if !set.changed && edges_met {
                     report.converged = true;
                     break;
                 }
+                if !edges_met {
+                    self.update_edges(x, inv_mass, fast);
+                }
+                rows = self.rows_in_system(base_at);
                 self.evaluate(families, x);
                 report.max_violation = self.max_violation(families, settings, x);
             }
@@ -1444,6 +1605,10 @@ impl GaussNewtonProjection {
                 report.released_contacts = set.inactive;
                 self.evaluate(families, x);
             }
+            // The base-edge rows' active set at every iteration (they follow the cloth).
+            if self.update_edges(x, inv_mass, fast) {
+                rows = self.rows_in_system(base_at);
+            }
             // Step control; the line search compares with the violation of the iterate with
             // this iteration's rows (a bound alone does not read it).
             let step_control =
@@ -1458,6 +1623,13 @@ impl GaussNewtonProjection {
                     let g = &mut self.gradients
                         [self.topo.family_entries[i]..self.topo.family_entries[i + 1]];
                     f.set.gradients(x, g);
+                }
+            }
+            let edges_in = rows > base_at;
+            if edges_in {
+                self.edges.relinearise(x);
+                if let LinearSolver::Cholesky { ordering, threads } = settings.solver {
+                    self.ensure_banded(ordering, threads);
                 }
             }
             if fast {
@@ -1494,6 +1666,8 @@ impl GaussNewtonProjection {
                 self_rows,
                 self_active,
                 augmented,
+                edges,
+                banded,
                 reuse_rhs,
                 reuse_state,
                 step_from,
@@ -1509,6 +1683,7 @@ impl GaussNewtonProjection {
                 active: contact_active,
                 selfs: self_rows,
                 self_active,
+                edges: edges_in.then_some(&*edges),
                 inv_mass,
                 u,
             };
@@ -1548,7 +1723,11 @@ impl GaussNewtonProjection {
                         group_stamp,
                         stamp: *stamp,
                         times: direct_times,
-                        augmented: augmented.as_deref_mut(),
+                        augmented: if edges_in {
+                            banded.as_deref_mut()
+                        } else {
+                            augmented.as_deref_mut()
+                        },
                         reuse: (settings.factor_reuse.max_iterations > 0).then_some(Reuse {
                             settings: settings.factor_reuse,
                             pcg: &mut *pcg,
@@ -1566,7 +1745,8 @@ impl GaussNewtonProjection {
                     ok
                 }
             };
-            last_direct = direct && !fast;
+            // The self-stress filter factors the system without the base-edge rows.
+            last_direct = direct && !fast && !edges_in;
             let cg = if direct {
                 PcgReport {
                     converged: true,
@@ -1609,6 +1789,13 @@ impl GaussNewtonProjection {
                                 let a = self_base + k;
                                 let kaa = self_row_kaa(c, self_on[k], inv_mass) + d[a];
                                 s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
+                            }
+                            if edges_in {
+                                for k in 0..edges.len() {
+                                    let a = base_at + k;
+                                    let kaa = edges.kaa(k, inv_mass) + d[a];
+                                    s[a] = if kaa > 0.0 { r[a] / kaa } else { 0.0 };
+                                }
                             }
                         };
                         let cg = solve_scalar_pcg_with(
@@ -1686,6 +1873,9 @@ impl GaussNewtonProjection {
         };
         if filter && last_direct {
             report.self_stress_filtered = self.filter_self_stress(families);
+        }
+        if self.edges_on {
+            report.held_base_edges = self.edges.held() as u32;
         }
         // The last iterate is kept unless the iteration diverged: it ends non-finite or more
         // than `DIVERGED_FACTOR` times the best violation it reached (and over the tolerance;
@@ -1925,6 +2115,11 @@ impl GaussNewtonProjection {
         {
             *v = if on { r.value(x) } else { 0.0 };
         }
+        if self.edges_on {
+            let base = base + self.self_rows.len();
+            self.edges
+                .values(x, &mut self.values[base..base + self.edges.len()]);
+        }
     }
 
     /// `D` of the contact rows: the row's compliance while active; 1 while released, so that
@@ -2146,6 +2341,11 @@ impl GaussNewtonProjection {
                 take(v.abs() / settings.contact_length);
             }
         }
+        if self.edges_on {
+            // A held base-edge row is met while its strain is within the tolerance (it is
+            // held at half of it: `crate::integrate::base_edge_rows`).
+            take(self.edges.max_held_strain(x));
+        }
         worst
     }
 }
@@ -2192,6 +2392,8 @@ struct KOperator<'a> {
     /// Self-contact rows, after the contact rows, and whether each is active.
     selfs: &'a [SelfContactRow],
     self_active: &'a [bool],
+    /// Base-edge rows, after the self-contact rows, while one of them is held.
+    edges: Option<&'a BaseEdgeRows>,
     inv_mass: &'a [f64],
     /// Scratch `W Gᵀ z` per vertex.
     u: &'a mut [DVec3],
@@ -2226,6 +2428,15 @@ impl KOperator<'_> {
             for (v, g) in r.stencil().into_iter().zip(r.gradients(on)) {
                 let v = v as usize;
                 self.u[v] += g * (zr * w[v]);
+            }
+        }
+        if let Some(edges) = self.edges {
+            let base = base + self.selfs.len();
+            for (k, &zr) in z[base..base + edges.len()].iter().enumerate() {
+                for (v, g) in edges.stencil(k).into_iter().zip(edges.gradient(k)) {
+                    let v = v as usize;
+                    self.u[v] += g * (zr * w[v]);
+                }
             }
         }
     }
@@ -2279,6 +2490,19 @@ impl KOperator<'_> {
             }
             rhs[a] = if kaa > 0.0 { acc } else { 0.0 };
         }
+        if let Some(edges) = self.edges {
+            let base = base + self.selfs.len();
+            for k in 0..edges.len() {
+                let a = base + k;
+                let kaa = edges.kaa(k, w) + self.diag[a];
+                let mut acc = values[a];
+                for (v, g) in edges.stencil(k).into_iter().zip(edges.gradient(k)) {
+                    let v = v as usize;
+                    acc += g.dot(x_target[v] - x[v]);
+                }
+                rhs[a] = if kaa > 0.0 { acc } else { 0.0 };
+            }
+        }
     }
 }
 
@@ -2324,6 +2548,17 @@ impl SymOperator for KOperator<'_> {
             }
             y[a] = acc;
         }
+        if let Some(edges) = self.edges {
+            let base = base + self.selfs.len();
+            for k in 0..edges.len() {
+                let a = base + k;
+                let mut acc = diag[a] * z[a];
+                for (v, g) in edges.stencil(k).into_iter().zip(edges.gradient(k)) {
+                    acc += g.dot(u[v as usize]);
+                }
+                y[a] = acc;
+            }
+        }
     }
 
     fn diagonal(&self, out: &mut [f64]) {
@@ -2349,6 +2584,12 @@ impl SymOperator for KOperator<'_> {
         let base = cloth + self.contacts.len();
         for (k, c) in self.selfs.iter().enumerate() {
             out[base + k] = self_row_kaa(c, self.self_active[k], w) + self.diag[base + k];
+        }
+        if let Some(edges) = self.edges {
+            let base = base + self.selfs.len();
+            for k in 0..edges.len() {
+                out[base + k] = edges.kaa(k, w) + self.diag[base + k];
+            }
         }
     }
 }
@@ -2455,6 +2696,10 @@ fn solve_direct(
     let contacts = op.contacts.len();
     let self_base = cloth + contacts;
     let m = op.selfs.len();
+    // Rows of the reduced system past the cloth rows: the self-contact rows, then the
+    // base-edge rows while one is held (the same `W̄`, on the pattern of `Augmented`).
+    let nb = op.edges.map_or(0, BaseEdgeRows::len);
+    let extra = m + nb;
     s.reduction.fill(DMat3::ZERO);
     s.push.fill(DVec3::ZERO);
     // Contact groups: S_v and p_v.
@@ -2484,7 +2729,7 @@ fn solve_direct(
     let reduced = contacts > 0;
     // The reduced system: the cloth rows, then the self-contact rows when there are any.
     let t = op.topo;
-    let system = if m == 0 {
+    let system = if extra == 0 {
         ReducedSystem {
             k: &mut *s.k,
             chol: &mut *s.chol,
@@ -2498,7 +2743,7 @@ fn solve_direct(
         let Some(aug) = s.augmented.as_deref_mut() else {
             return false;
         };
-        if aug.key.len() != m {
+        if aug.key.len() != m || aug.edges != nb {
             return false;
         }
         let Some(chol) = aug.chol.as_mut() else {
@@ -2514,6 +2759,14 @@ fn solve_direct(
             let g = r.gradients(op.self_active[k]);
             aug.gradients[entries + 4 * k..entries + 4 * k + 4].copy_from_slice(&g);
             aug.diag[cloth + k] = op.diag[self_base + k];
+        }
+        if let Some(edges) = op.edges {
+            let entries = entries + 4 * m;
+            for k in 0..nb {
+                aug.gradients[entries + 3 * k..entries + 3 * k + 3]
+                    .copy_from_slice(&edges.gradient(k));
+                aug.diag[cloth + m + k] = op.diag[self_base + m + k];
+            }
         }
         ReducedSystem {
             k: &mut aug.k,
@@ -2541,7 +2794,7 @@ fn solve_direct(
         diag,
     );
     // Right-hand side of the reduced system: b_c − G p (rows past the cloth rows are the
-    // self-contact rows, `b` of which follows the contact rows).
+    // self-contact and base-edge rows, `b` of which follows the contact rows).
     let push = &*s.push;
     reduce::for_each_chunk(&mut *zs, |first, chunk: &mut [f64]| {
         for (j, r) in chunk.iter_mut().enumerate() {
@@ -2559,7 +2812,7 @@ fn solve_direct(
             *r = acc;
         }
     });
-    if reduced || m > 0 {
+    if reduced || extra > 0 {
         // A row whose every vertex is held by hard contact rows reads `K̄_aa = D_a`, 0 for a
         // hard row: it is a zero row, solved as `z_a = 0`. With self-contact rows, so is a
         // hard row on pinned nodes only (`K_aa = 0`, its right-hand side masked to 0).
@@ -2572,7 +2825,7 @@ fn solve_direct(
             if full > 0.0 && *kaa <= 1e-12 * full {
                 *kaa = full;
                 zs[a] = 0.0;
-            } else if full == 0.0 && m > 0 {
+            } else if full == 0.0 && extra > 0 {
                 *kaa = 1.0;
                 zs[a] = 0.0;
             }
@@ -2644,12 +2897,12 @@ fn solve_direct(
         chol.solve_in_place(zs);
         solve_start
     };
-    if m > 0 {
+    if extra > 0 {
         let Some(aug) = s.augmented.as_deref() else {
             return false;
         };
         z[..cloth].copy_from_slice(&aug.z[..cloth]);
-        z[self_base..self_base + m].copy_from_slice(&aug.z[cloth..]);
+        z[self_base..self_base + extra].copy_from_slice(&aug.z[cloth..]);
     }
     // The contact multipliers from the reduced system's solution.
     if reduced {
@@ -2922,6 +3175,7 @@ mod tests {
             active: contact_active,
             selfs: &[],
             self_active: &[],
+            edges: None,
             inv_mass: &inv_mass,
             u,
         };
@@ -3096,6 +3350,7 @@ mod tests {
             active: contact_active,
             selfs: &[],
             self_active: &[],
+            edges: None,
             inv_mass: &inv_mass,
             u,
         };
@@ -3192,6 +3447,7 @@ mod tests {
             active: contact_active,
             selfs: &[],
             self_active: &[],
+            edges: None,
             inv_mass: &inv_mass,
             u,
         };
@@ -3325,6 +3581,7 @@ mod tests {
             active: contact_active,
             selfs: self_rows,
             self_active,
+            edges: None,
             inv_mass: &inv_mass,
             u,
         };
@@ -4735,6 +4992,7 @@ impl GaussNewtonProjection {
             active: &[],
             selfs: &[],
             self_active: &[],
+            edges: None,
             inv_mass,
             u: &mut self.u,
         };

@@ -491,6 +491,19 @@ impl IsometricConstraints {
         }
     }
 
+    /// The base edges as `[p, m, q]` (black, red, black) with their rest lengths: the stencils
+    /// of the base-edge rows (`crate::integrate::base_edge_rows`).
+    #[must_use]
+    pub fn base_edge_stencils(&self) -> (Vec<[u32; 3]>, Vec<f64>) {
+        let stencils = self
+            .base_edges
+            .iter()
+            .enumerate()
+            .map(|(e, &[p, q])| [p, (self.num_black + e) as u32, q])
+            .collect();
+        (stencils, self.base_rest_lengths.clone())
+    }
+
     /// Maximum strain of the base mesh edges, through the red node and end to end (Wang 2012
     /// Fig. 4.2; `docs/methods/isometric-model.md §A16`). Base edges of zero rest length are
     /// skipped.

@@ -127,6 +127,9 @@ pub struct FrameStats {
     /// Isometric cloths: projections that stopped unconverged and kept their best iterate
     /// rather than the last one.
     pub kept_best: u32,
+    /// Isometric cloths: the most base-edge rows one projection ended with held
+    /// (`[solver.isometric] base_edge_rows`; 0 when off).
+    pub base_rows_held: u32,
     /// Baraff–Witkin cloths the frame stepped. Without any, the fields of that model (step
     /// control's `rejected_substeps`, the collider `contacts`, the preconditioner counts, the
     /// contacts, assemble and finish stage times) are zero.
@@ -207,6 +210,7 @@ impl FrameStats {
         self.direct_fallbacks += o.direct_fallbacks;
         self.failsafe_moved += o.failsafe_moved;
         self.kept_best += o.kept_best;
+        self.base_rows_held = self.base_rows_held.max(o.base_rows_held);
         self.baraff_witkin_cloths += o.baraff_witkin_cloths;
         self.isometric_cloths += o.isometric_cloths;
     }

@@ -275,6 +275,10 @@ pub struct IsometricSolverSection {
     /// `friction_compliance` (`docs/methods/isometric-contact.md` §6).
     #[serde(default)]
     pub self_friction: bool,
+    /// Rows that hold each base edge's strain through its red node within half the strain
+    /// tolerance: `"off"` or `"band"` (`crate::integrate::base_edge_rows`).
+    #[serde(default)]
+    pub base_edge_rows: BaseEdgeRowsSetting,
 }
 
 impl Default for IsometricSolverSection {
@@ -309,6 +313,7 @@ impl Default for IsometricSolverSection {
             step_bound: 0.0,
             active_set: ActiveSetKind::default(),
             self_friction: false,
+            base_edge_rows: BaseEdgeRowsSetting::default(),
         }
     }
 }
@@ -415,6 +420,17 @@ pub enum StrainTestKind {
     Rows,
     /// The rows and the base edges through their red nodes (Wang 2012 Fig. 4.2's measure).
     BaseEdges,
+}
+
+/// `[solver.isometric] base_edge_rows`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaseEdgeRowsSetting {
+    /// No base-edge rows (Wang 2012's model as printed).
+    #[default]
+    Off,
+    /// Two-sided rows at ± half the strain tolerance, held where an edge reaches the band.
+    Band,
 }
 
 /// `[solver.isometric] self_stress_filter`.

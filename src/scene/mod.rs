@@ -983,6 +983,7 @@ fn isometric_desc(
     file: &str,
     text: &str,
 ) -> Result<Option<IsometricDesc>, SceneError> {
+    use crate::integrate::base_edge_rows::BaseEdgeRowsKind;
     use crate::integrate::bdf2::Integrator;
     use crate::integrate::isometric::{Coupling, IsometricSettings, SecondTarget};
     use crate::integrate::isometric_cloth::RestShape;
@@ -992,9 +993,9 @@ fn isometric_desc(
     use crate::integrate::projection::SelfStressFilter;
     use crate::linalg::{CholeskyThreads, Ordering};
     use file::{
-        ActiveSetKind, CholeskyOrderingKind, ContactRowsKind, CouplingKind, IntegratorKind,
-        LinearSolverKind, ModelKind, RestShapeKind, SecondTargetKind, SelfStressFilterKind,
-        StrainTestKind,
+        ActiveSetKind, BaseEdgeRowsSetting, CholeskyOrderingKind, ContactRowsKind, CouplingKind,
+        IntegratorKind, LinearSolverKind, ModelKind, RestShapeKind, SecondTargetKind,
+        SelfStressFilterKind, StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1073,6 +1074,10 @@ fn isometric_desc(
         active_set: match s.active_set {
             ActiveSetKind::TakeAtConvergence => ActiveSetRule::TakeAtConvergence,
             ActiveSetKind::EveryIteration => ActiveSetRule::EveryIteration,
+        },
+        base_edge_rows: match s.base_edge_rows {
+            BaseEdgeRowsSetting::Off => BaseEdgeRowsKind::Off,
+            BaseEdgeRowsSetting::Band => BaseEdgeRowsKind::Band,
         },
         ..ProjectionSettings::default()
     };

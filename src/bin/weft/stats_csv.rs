@@ -127,7 +127,7 @@ const COUNTS: [Column; 23] = [
 ];
 
 /// The columns after the collision sub-stage times, in file order.
-const MODEL_COLUMNS: [Column; 17] = [
+const MODEL_COLUMNS: [Column; 18] = [
     // Isometric model (Wang 2012).
     ("newton_iterations", Model::Isometric, |s| {
         s.newton_iterations.to_string()
@@ -182,6 +182,10 @@ const MODEL_COLUMNS: [Column; 17] = [
         s.failsafe_moved.to_string()
     }),
     ("kept_best", Model::Isometric, |s| s.kept_best.to_string()),
+    // Isometric: the most base-edge rows held at the end of one projection.
+    ("base_rows_held", Model::Isometric, |s| {
+        s.base_rows_held.to_string()
+    }),
 ];
 
 /// The header line of a run of `models` (without the line end).
