@@ -15,7 +15,8 @@
 //! - [`csr`]: [`SymCsr`], the scalar symmetric `G W Gᵀ + D` of Wang 2012 eq. 3.25/3.30 on a
 //!   pattern built once from row stencils; [`scalar_pcg`]: Jacobi PCG in `f64` on it or on any
 //!   [`SymOperator`]; [`sparse_cholesky`]: [`SparseCholesky`], a supernodal sparse Cholesky
-//!   (faer, AMD ordering) of a [`SymCsr`], symbolic analysis once per pattern.
+//!   (faer, AMD ordering) of a [`SymCsr`], symbolic analysis once per pattern;
+//!   [`supernodal_llt`]: its numeric phase with independent subtrees in parallel.
 //! - [`cg`]: the conjugate-gradient iteration both PCGs run ([`cg::iterate`]), over the
 //!   [`cg::CgSystem`] passes each supplies in its own numbers.
 //! - [`reduce`]: the fixed-chunk parallel loops and `f64` reductions everything above uses.
@@ -44,6 +45,7 @@ pub mod reduce;
 pub mod scalar_pcg;
 pub mod scatter;
 pub mod sparse_cholesky;
+pub mod supernodal_llt;
 
 pub use block_csr::BlockCsr;
 pub use block_ldl::{FactorOutcome, IncompleteBlockLdl, Preconditioner};

@@ -4,7 +4,9 @@
 //! **Choice**: the factorisation is faer's (supernodal LLᵀ with an approximate-minimum-degree
 //! fill-reducing ordering, Amestoy, Davis and Duff 1996), not written here: a well-kept
 //! supernodal Cholesky beats one of our own on every count that matters (blocking, dense
-//! kernels, elimination-tree parallelism).
+//! kernels). Its numeric phase is sequential over the supernodes; [`CholeskyThreads::Subtrees`]
+//! runs the same left-looking loop over faer's structure in weft ([`SupernodalLlt`]) to factor
+//! independent subtrees at the same time.
 //!
 //! Life cycle, and where memory is taken:
 //! - [`SparseCholesky::new`]: symbolic analysis of the pattern (ordering, elimination tree,
@@ -28,6 +30,7 @@ use faer::linalg::cholesky::llt::factor::{LltParams, LltRegularization};
 use faer::perm::PermRef;
 use faer::sparse::SparseColMatRef;
 use faer::sparse::SymbolicSparseColMatRef;
+use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::linalg::cholesky::{
     CholeskySymbolicParams, LltRef, SymbolicCholesky, SymbolicCholeskyRaw, SymmetricOrdering,
     factorize_symbolic_cholesky,
@@ -36,6 +39,7 @@ use faer::{Conj, MatMut, Side, Spec};
 
 use super::csr::SymCsr;
 use super::nested_dissection::nested_dissection_order;
+use super::supernodal_llt::SupernodalLlt;
 
 /// Fill-reducing ordering of the symbolic analysis.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,15 +60,20 @@ pub enum CholeskyThreads {
     /// Sequential.
     #[default]
     One,
-    /// faer's elimination-tree and dense-kernel parallelism on the current rayon pool, at most
-    /// this many threads.
+    /// faer's dense-kernel parallelism on the current rayon pool, at most this many threads.
     Pool(u8),
+    /// The two independent subtrees below the top separator as two tasks of the current rayon
+    /// pool, every supernode's kernels sequential ([`SupernodalLlt`]): the same bits for any
+    /// pool, different from [`CholeskyThreads::One`]'s (another update kernel).
+    Subtrees,
 }
 
 impl CholeskyThreads {
     fn par(self) -> Par {
         match self {
-            CholeskyThreads::One | CholeskyThreads::Pool(0 | 1) => Par::Seq,
+            CholeskyThreads::One | CholeskyThreads::Pool(0 | 1) | CholeskyThreads::Subtrees => {
+                Par::Seq
+            }
             CholeskyThreads::Pool(n) => Par::rayon(usize::from(n)),
         }
     }
@@ -102,6 +111,8 @@ pub struct SparseCholesky {
     factored: bool,
     ordering: Ordering,
     threads: CholeskyThreads,
+    /// The numeric phase of [`CholeskyThreads::Subtrees`] (a supernodal analysis only).
+    subtrees: Option<SupernodalLlt>,
 }
 
 impl Clone for SparseCholesky {
@@ -120,6 +131,7 @@ impl Clone for SparseCholesky {
             factored: self.factored,
             ordering: self.ordering,
             threads: self.threads,
+            subtrees: self.subtrees.clone(),
         }
     }
 }
@@ -191,7 +203,16 @@ impl SparseCholesky {
             pattern,
             Side::Lower,
             ord,
-            CholeskySymbolicParams::default(),
+            CholeskySymbolicParams {
+                // The subtree factor works on supernodes; faer picks the simplicial form on
+                // small or very sparse systems.
+                supernodal_flop_ratio_threshold: if threads == CholeskyThreads::Subtrees {
+                    SupernodalThreshold::FORCE_SUPERNODAL
+                } else {
+                    SupernodalThreshold::AUTO
+                },
+                ..CholeskySymbolicParams::default()
+            },
         )
         .map_err(|_| CholeskyError::Symbolic)?;
         let par = threads.par();
@@ -202,6 +223,16 @@ impl SparseCholesky {
         let l_values = vec![0.0; symbolic.len_val()];
         let flops = column_count_squares(&symbolic);
         let values = vec![0.0; row_idx.len()];
+        let subtrees = match (threads, symbolic.raw()) {
+            (CholeskyThreads::Subtrees, SymbolicCholeskyRaw::Supernodal(sym)) => {
+                let inv: Vec<u32> = match symbolic.perm() {
+                    Some(p) => p.arrays().1.to_vec(),
+                    None => (0..n as u32).collect(),
+                };
+                Some(SupernodalLlt::new(sym, &col_ptr, &row_idx, &inv))
+            }
+            _ => None,
+        };
         Ok(SparseCholesky {
             symbolic: Arc::new(symbolic),
             col_ptr,
@@ -216,6 +247,7 @@ impl SparseCholesky {
             factored: false,
             ordering,
             threads,
+            subtrees,
         })
     }
 
@@ -259,6 +291,13 @@ impl SparseCholesky {
         assert_eq!(k.num_rows() + 1, self.col_ptr.len(), "SparseCholesky: size");
         for (v, &s) in self.values.iter_mut().zip(&self.src_slots) {
             *v = vals[s as usize];
+        }
+        if let (Some(llt), SymbolicCholeskyRaw::Supernodal(sym)) =
+            (self.subtrees.as_mut(), self.symbolic.raw())
+        {
+            let result = llt.factor(sym, &self.values, &mut self.l_values, true);
+            self.factored = result.is_ok();
+            return result.map_err(|_| CholeskyError::NotPositiveDefinite);
         }
         let n = k.num_rows();
         let a = SparseColMatRef::new(
@@ -359,6 +398,16 @@ mod tests {
     /// Factors `k` with `ordering`, solves `k z = b` and checks `z` against faer's dense
     /// Cholesky to 1e-10 of the largest entry.
     fn assert_solves_like_dense(k: &SymCsr, b: &[f64], ordering: Ordering) {
+        assert_solves_like_dense_with(k, b, ordering, CholeskyThreads::One);
+    }
+
+    /// [`assert_solves_like_dense`] with the given threads.
+    fn assert_solves_like_dense_with(
+        k: &SymCsr,
+        b: &[f64],
+        ordering: Ordering,
+        threads: CholeskyThreads,
+    ) {
         let n = k.num_rows();
         let dense = k.to_dense();
         let m = faer::Mat::<f64>::from_fn(n, n, |r, c| dense[r * n + c]);
@@ -366,7 +415,7 @@ mod tests {
             .llt(faer::Side::Lower)
             .expect("SPD")
             .solve(faer::Mat::<f64>::from_fn(n, 1, |r, _| b[r]));
-        let mut chol = SparseCholesky::new(k, ordering, CholeskyThreads::One).expect("symbolic");
+        let mut chol = SparseCholesky::new(k, ordering, threads).expect("symbolic");
         chol.factor(k).expect("SPD");
         let mut z = b.to_vec();
         chol.solve_in_place(&mut z);
@@ -448,6 +497,27 @@ mod tests {
     }
 
     #[test]
+    fn subtree_factor_solves_a_mesh_system_like_the_dense_cholesky_with_two_busy_tasks() {
+        // 2,523 rows: supernodal, and split by the dissection into two halves and a separator.
+        let (k, b) = grid_edge_system(30, 13);
+        for ordering in [Ordering::NestedDissection, Ordering::Amd] {
+            let chol =
+                SparseCholesky::new(&k, ordering, CholeskyThreads::Subtrees).expect("symbolic");
+            let split = chol
+                .subtrees
+                .as_ref()
+                .expect("supernodal")
+                .split()
+                .expect("split");
+            eprintln!("{ordering:?}: {split:?}");
+            if ordering == Ordering::NestedDissection {
+                assert!(split.work[0].min(split.work[1]) > 0.25 * split.work.iter().sum::<f64>());
+            }
+            assert_solves_like_dense_with(&k, &b, ordering, CholeskyThreads::Subtrees);
+        }
+    }
+
+    #[test]
     fn factor_flops_count_the_columns_of_l() {
         // A chain of rows sharing one vertex with the next (tridiagonal K) and a fan of rows
         // on one common vertex (dense K), both in their natural order: L has columns of 2 … 2, 1
@@ -507,7 +577,11 @@ mod tests {
                     z
                 })
         };
-        for threads in [CholeskyThreads::One, CholeskyThreads::Pool(2)] {
+        for threads in [
+            CholeskyThreads::One,
+            CholeskyThreads::Pool(2),
+            CholeskyThreads::Subtrees,
+        ] {
             let a = run(1, threads);
             let c = run(2, threads);
             assert!(

@@ -246,6 +246,11 @@ pub struct IsometricSolverSection {
     /// Threads of the sparse Cholesky's numeric factorisation (1: sequential).
     #[serde(default = "default_cholesky_threads")]
     pub cholesky_threads: u32,
+    /// How the sparse Cholesky's numeric factorisation runs in parallel: `"kernels"` (faer's,
+    /// `cholesky_threads` threads) or `"subtrees"` (the two halves below the top separator as
+    /// two tasks of the world's pool).
+    #[serde(default)]
+    pub cholesky_parallel: CholeskyParallelKind,
     /// PCG iterations on the last numeric factor before the sparse Cholesky factors again
     /// (0: a factorisation every Gauss–Newton iteration).
     #[serde(default)]
@@ -306,6 +311,7 @@ impl Default for IsometricSolverSection {
             linear_solver: LinearSolverKind::default(),
             cholesky_ordering: CholeskyOrderingKind::default(),
             cholesky_threads: default_cholesky_threads(),
+            cholesky_parallel: CholeskyParallelKind::default(),
             cholesky_reuse_iterations: 0,
             self_stress_filter: SelfStressFilterKind::default(),
             hold_repelled_pairs: false,
@@ -348,6 +354,18 @@ pub enum CholeskyOrderingKind {
     Natural,
     /// Nested dissection (level-structure separators), AMD on the small parts.
     NestedDissection,
+}
+
+/// `[solver.isometric] cholesky_parallel`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CholeskyParallelKind {
+    /// faer's factorisation, its dense kernels on `cholesky_threads` threads.
+    #[default]
+    Kernels,
+    /// The two independent subtrees below the top separator at the same time, whatever the
+    /// pool's size gives the same bits (`linalg::supernodal_llt`).
+    Subtrees,
 }
 
 fn default_strain_tolerance() -> f64 {

@@ -993,9 +993,9 @@ fn isometric_desc(
     use crate::integrate::projection::SelfStressFilter;
     use crate::linalg::{CholeskyThreads, Ordering};
     use file::{
-        ActiveSetKind, BaseEdgeRowsSetting, CholeskyOrderingKind, ContactRowsKind, CouplingKind,
-        IntegratorKind, LinearSolverKind, ModelKind, RestShapeKind, SecondTargetKind,
-        SelfStressFilterKind, StrainTestKind,
+        ActiveSetKind, BaseEdgeRowsSetting, CholeskyOrderingKind, CholeskyParallelKind,
+        ContactRowsKind, CouplingKind, IntegratorKind, LinearSolverKind, ModelKind, RestShapeKind,
+        SecondTargetKind, SelfStressFilterKind, StrainTestKind,
     };
     let verr = |k: &str, message: String| SceneError::Value {
         file: file.to_string(),
@@ -1048,9 +1048,10 @@ fn isometric_desc(
                 CholeskyOrderingKind::Natural => Ordering::Natural,
                 CholeskyOrderingKind::NestedDissection => Ordering::NestedDissection,
             },
-            threads: match s.cholesky_threads {
-                1 => CholeskyThreads::One,
-                n => CholeskyThreads::Pool(n as u8),
+            threads: match (s.cholesky_parallel, s.cholesky_threads) {
+                (CholeskyParallelKind::Subtrees, _) => CholeskyThreads::Subtrees,
+                (CholeskyParallelKind::Kernels, 1) => CholeskyThreads::One,
+                (CholeskyParallelKind::Kernels, n) => CholeskyThreads::Pool(n as u8),
             },
         },
     };
