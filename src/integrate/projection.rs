@@ -3859,20 +3859,20 @@ mod tests {
         (x0, edges, inv_mass, target)
     }
 
-    #[test]
-    fn nodes_driven_into_an_obstacle_end_on_its_surface() {
-        // A chain of 17 nodes (rest spacing 5 cm, 80 cm long) whose ends are pinned 30 cm apart
-        // above a ball of radius 20 cm, predicted 12 cm lower: inside the ball. Every free node
-        // gets a unilateral normal row on the ball's tangent plane at the prediction; the
-        // projection (from the prediction) re-linearises the rows at every iterate on the
-        // closest point and updates the active set, so the nodes it drives onto the ball end on
-        // its surface (offset by the thickness) within the tolerance, wherever they slid, and
-        // none inside.
-        let (r, eta) = (0.2, 0.004);
-        let (x0, edges, inv_mass, target) = chain_over_ball();
+    /// Projects the chain of [`chain_over_ball`] (its free nodes with rows on `geometry`)
+    /// towards `target` to a tolerance of 10⁻⁶ and checks what both obstacle tests ask: the
+    /// projection converges without a fallback, no node ends inside (`gap`, the node's
+    /// distance to the obstacle less the thickness, at least minus the tolerance) and every
+    /// node whose row pushes (`λ < 0`) lies on the surface within it. Returns the result and
+    /// how many nodes are on the surface.
+    fn drive_chain_into(
+        geometry: &dyn ContactGeometry,
+        target: &[DVec3],
+        gap: impl Fn(DVec3) -> f64,
+    ) -> (Vec<DVec3>, usize) {
+        let (x0, edges, inv_mass, _) = chain_over_ball();
         let n = x0.len();
         let set = EdgeLengths::new(&edges, &x0);
-        let ball = Ball { r, eta };
         let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
         let tolerance = 1e-6;
         let settings = ProjectionSettings {
@@ -3886,28 +3886,45 @@ mod tests {
             &set,
             &edges,
             &inv_mass,
-            &target,
+            target,
             1..n as u32 - 1,
-            &ball,
+            geometry,
             &settings,
         );
         assert!(rep.converged, "{rep:?}");
-        // Contact rows in pool order: node v has row v − 1. A row that pushes (λ < 0) holds its
-        // node on the surface; every node is outside it.
+        assert!(rep.direct_fallbacks == 0, "{rep:?}");
+        // Contact rows in pool order: node v has row v − 1.
         let lambda = &proj.multipliers()[set.len()..];
         let mut touching = 0;
         for (i, p) in x.iter().enumerate().skip(1).take(n - 2) {
-            let gap = p.length() - (r + eta);
+            let g = gap(*p);
             assert!(
-                gap >= -tolerance * 0.05 * 1.01,
-                "node {i} inside: gap {gap}"
+                g >= -tolerance * 0.05 * 1.01,
+                "node {i} inside: gap {g} at {p}"
             );
             if lambda[i - 1] < 0.0 {
                 touching += 1;
-                assert!(gap.abs() <= tolerance * 0.05 * 1.01, "node {i}: gap {gap}");
+                assert!(
+                    g.abs() <= tolerance * 0.05 * 1.01,
+                    "node {i}: gap {g} at {p}"
+                );
             }
         }
-        assert!(rep.direct_fallbacks == 0, "{rep:?}");
+        (x, touching)
+    }
+
+    #[test]
+    fn nodes_driven_into_an_obstacle_end_on_its_surface() {
+        // A chain of 17 nodes (rest spacing 5 cm, 80 cm long) whose ends are pinned 30 cm apart
+        // above a ball of radius 20 cm, predicted 12 cm lower: inside the ball. Every free node
+        // gets a unilateral normal row on the ball's tangent plane at the prediction; the
+        // projection (from the prediction) re-linearises the rows at every iterate on the
+        // closest point and updates the active set, so the nodes it drives onto the ball end on
+        // its surface (offset by the thickness) within the tolerance, wherever they slid, and
+        // none inside.
+        let (r, eta) = (0.2, 0.004);
+        let (_, _, _, target) = chain_over_ball();
+        let (_, touching) = drive_chain_into(&Ball { r, eta }, &target, |p| p.length() - (r + eta));
         assert!(touching >= 3, "{touching} nodes on the ball");
         // The prediction sank into the ball (the test is not vacuous).
         assert!(target[8].length() < r, "{}", target[8]);
@@ -3944,7 +3961,7 @@ mod tests {
         // within the tolerance, including the nodes over the edges (normals between two
         // faces'). The distance is measured on the exact box, not through the mesh.
         let (half, eta) = (DVec3::new(0.18, 0.2, 0.2), 0.004);
-        let (x0, edges, inv_mass, mut target) = chain_over_ball();
+        let (x0, _, _, mut target) = chain_over_ball();
         let n = x0.len();
         // The ends 70 cm apart, beyond the box's sides: the chain hangs over both top edges.
         // The free nodes predicted 7 cm below their rest height, 2 cm into the box: deeper,
@@ -3955,7 +3972,6 @@ mod tests {
         }
         target[0] = DVec3::new(-0.35, 0.25, 0.0);
         target[n - 1] = DVec3::new(0.35, 0.25, 0.0);
-        let set = EdgeLengths::new(&edges, &x0);
         let cube = generate::cuboid(half.as_vec3()).expect("a valid box");
         let m = cube.positions.len();
         let mut mesh = MeshObstacles::default();
@@ -3967,40 +3983,9 @@ mod tests {
             &cube.positions,
         );
         let body = MeshBody { mesh, eta };
-        let mut proj = GaussNewtonProjection::new(n, &[&set], 3 * n);
-        let tolerance = 1e-6;
-        let settings = ProjectionSettings {
-            tolerance,
-            max_iterations: 60,
-            contact_length: 0.05,
-            ..ProjectionSettings::default()
-        };
-        let (x, rep) = project_onto(
-            &mut proj,
-            &set,
-            &edges,
-            &inv_mass,
-            &target,
-            1..n as u32 - 1,
-            &body,
-            &settings,
-        );
-        assert!(rep.converged, "{rep:?}");
-        let lambda = &proj.multipliers()[set.len()..];
-        let (mut touching, mut beside) = (0, 0);
-        for (i, p) in x.iter().enumerate().skip(1).take(n - 2) {
-            let gap = box_distance(*p, half) - eta;
-            assert!(
-                gap >= -tolerance * 0.05 * 1.01,
-                "node {i} inside: gap {gap} at {p}"
-            );
-            if lambda[i - 1] < 0.0 {
-                touching += 1;
-                assert!(
-                    gap.abs() <= tolerance * 0.05 * 1.01,
-                    "node {i}: gap {gap} at {p}"
-                );
-            }
+        let (x, touching) = drive_chain_into(&body, &target, |p| box_distance(p, half) - eta);
+        let mut beside = 0;
+        for p in &x[1..n - 1] {
             // Beside the box below its top: the chain went over a top edge.
             if p.x.abs() > half.x && p.y < half.y {
                 beside += 1;
