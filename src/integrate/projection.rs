@@ -935,6 +935,28 @@ struct Augmented {
     chol: Option<SparseCholesky>,
 }
 
+impl Augmented {
+    /// Whether the pattern was built for these self-contact rows' stencils, this ordering and
+    /// these threads, with `edges` base-edge rows.
+    fn fits(
+        &self,
+        self_rows: &[SelfContactRow],
+        ordering: Ordering,
+        threads: CholeskyThreads,
+        edges: usize,
+    ) -> bool {
+        self.ordering == ordering
+            && self.threads == threads
+            && self.edges == edges
+            && self.key.len() == self_rows.len()
+            && self
+                .key
+                .iter()
+                .zip(self_rows)
+                .all(|(k, r)| *k == r.stencil())
+    }
+}
+
 impl GaussNewtonProjection {
     /// Preallocates for `num_vertices` vertices, the given families (only their stencils are
     /// read: the same families, in the same order, must be passed to
@@ -1086,18 +1108,24 @@ impl GaussNewtonProjection {
         if self.self_rows.is_empty() {
             return;
         }
-        let same = self.augmented.as_ref().is_some_and(|a| {
-            a.ordering == ordering
-                && a.threads == threads
-                && a.key.len() == self.self_rows.len()
-                && a.key
-                    .iter()
-                    .zip(&self.self_rows)
-                    .all(|(k, r)| *k == r.stencil())
-        });
-        if same {
-            return;
+        let fits = self
+            .augmented
+            .as_ref()
+            .is_some_and(|a| a.fits(&self.self_rows, ordering, threads, 0));
+        if !fits {
+            self.augmented = Some(self.analyse_augmented(ordering, threads, 0));
         }
+    }
+
+    /// The pattern of the cloth rows' stencils, the self-contact rows' and the first `edges`
+    /// base-edge rows' (0 or all of them), and its symbolic analysis, counted in
+    /// [`DirectSolveTimes::analyses`] (allocates).
+    fn analyse_augmented(
+        &mut self,
+        ordering: Ordering,
+        threads: CholeskyThreads,
+        edges: usize,
+    ) -> Box<Augmented> {
         let t = &self.topo;
         let cloth = t.num_cloth_rows();
         let m = self.self_rows.len();
@@ -1108,24 +1136,28 @@ impl GaussNewtonProjection {
             vertices.extend_from_slice(st);
             offsets.push(vertices.len() as u32);
         }
+        for k in 0..edges {
+            vertices.extend_from_slice(&self.edges.stencil(k));
+            offsets.push(vertices.len() as u32);
+        }
         let start = Instant::now();
         let k = SymCsr::from_stencils(self.num_vertices, &offsets, &vertices);
         let chol = SparseCholesky::new(&k, ordering, threads).ok();
         self.direct_times.analyses += 1;
         self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
-        self.augmented = Some(Box::new(Augmented {
+        Box::new(Augmented {
             key,
-            edges: 0,
+            edges,
             ordering,
             threads,
             gradients: vec![DVec3::ZERO; vertices.len()],
             offsets,
             vertices,
-            diag: vec![0.0; cloth + m],
-            z: vec![0.0; cloth + m],
+            diag: vec![0.0; cloth + m + edges],
+            z: vec![0.0; cloth + m + edges],
             k,
             chol,
-        }));
+        })
     }
 
     /// Number of cloth rows (all families).
@@ -1177,52 +1209,14 @@ impl GaussNewtonProjection {
     /// self-contact pattern while a base-edge row is held; counted in
     /// [`DirectSolveTimes::analyses`]).
     fn ensure_banded(&mut self, ordering: Ordering, threads: CholeskyThreads) {
-        let same = self.banded.as_ref().is_some_and(|a| {
-            a.ordering == ordering
-                && a.threads == threads
-                && a.edges == self.edges.len()
-                && a.key.len() == self.self_rows.len()
-                && a.key
-                    .iter()
-                    .zip(&self.self_rows)
-                    .all(|(k, r)| *k == r.stencil())
-        });
-        if same {
-            return;
+        let edges = self.edges.len();
+        let fits = self
+            .banded
+            .as_ref()
+            .is_some_and(|a| a.fits(&self.self_rows, ordering, threads, edges));
+        if !fits {
+            self.banded = Some(self.analyse_augmented(ordering, threads, edges));
         }
-        let t = &self.topo;
-        let cloth = t.num_cloth_rows();
-        let m = self.self_rows.len();
-        let nb = self.edges.len();
-        let key: Vec<[u32; 4]> = self.self_rows.iter().map(SelfContactRow::stencil).collect();
-        let mut offsets = t.stencil_offsets.clone();
-        let mut vertices = t.stencil_vertices.clone();
-        for st in &key {
-            vertices.extend_from_slice(st);
-            offsets.push(vertices.len() as u32);
-        }
-        for k in 0..nb {
-            vertices.extend_from_slice(&self.edges.stencil(k));
-            offsets.push(vertices.len() as u32);
-        }
-        let start = Instant::now();
-        let k = SymCsr::from_stencils(self.num_vertices, &offsets, &vertices);
-        let chol = SparseCholesky::new(&k, ordering, threads).ok();
-        self.direct_times.analyses += 1;
-        self.direct_times.analysis_seconds += start.elapsed().as_secs_f64();
-        self.banded = Some(Box::new(Augmented {
-            key,
-            edges: nb,
-            ordering,
-            threads,
-            gradients: vec![DVec3::ZERO; vertices.len()],
-            offsets,
-            vertices,
-            diag: vec![0.0; cloth + m + nb],
-            z: vec![0.0; cloth + m + nb],
-            k,
-            chol,
-        }));
     }
 
     /// Updates the base-edge rows' active set at `x` (`crate::integrate::base_edge_rows`) and,
